@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Time the diff parser on a 50,000-line patch, against reading the same text line by line.
+
+Prints the median of several runs and the ratio to the baseline measured in this process.
+Target: well under a second of parser time on the project's 2-core machines.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from reviewer.patchparse import parse_diff  # noqa: E402
+from tests.unit.test_patchparse import huge_diff  # noqa: E402
+
+RUNS = 5
+
+
+def timed(fn, arg) -> float:  # type: ignore[no-untyped-def]
+    start = time.perf_counter()
+    fn(arg)
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    text = huge_diff(50_000)
+    baseline = statistics.median(timed(lambda t: [ln.split(" ") for ln in t.splitlines()], text) for _ in range(RUNS))
+    parse = statistics.median(timed(parse_diff, text) for _ in range(RUNS))
+    print(f"{'what':<34}{'median s':>10}{'ratio':>8}")
+    print(f"{'baseline: split 50,000 lines':<34}{baseline:>10.3f}{1.0:>8.1f}")
+    print(f"{'parse_diff, 50,000 added lines':<34}{parse:>10.3f}{parse / baseline:>8.1f}")
+
+
+if __name__ == "__main__":
+    main()

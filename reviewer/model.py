@@ -1,0 +1,199 @@
+"""The data that crosses module boundaries: frozen dataclasses, no b4 or unidiff objects."""
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Level(StrEnum):
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class Change(StrEnum):
+    ADDED = "added"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+    RENAMED = "renamed"
+    COPIED = "copied"
+
+
+class StageStatus(StrEnum):
+    OK = "ok"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class Person:
+    name: str
+    email: str
+
+    def __str__(self) -> str:
+        return f"{self.name} <{self.email}>" if self.name else self.email
+
+
+@dataclass(frozen=True)
+class Trailer:
+    name: str
+    value: str
+    source: str  # "patch" (in the commit message) or "followup" (a reply on the list)
+    msgid: str | None = None  # the reply that carried it, for follow-ups
+
+
+@dataclass(frozen=True)
+class Line:
+    kind: str  # "+", "-" or " "
+    text: str
+    old_no: int | None
+    new_no: int | None
+
+
+@dataclass(frozen=True)
+class Hunk:
+    old_start: int
+    old_len: int
+    new_start: int
+    new_len: int
+    section: str
+    lines: tuple[Line, ...]
+
+    @property
+    def header(self) -> str:
+        tail = f" {self.section}" if self.section else ""
+        return f"@@ -{self.old_start},{self.old_len} +{self.new_start},{self.new_len} @@{tail}"
+
+
+@dataclass(frozen=True)
+class FileChange:
+    path: str  # the path after the patch (the old path for a deletion)
+    old_path: str | None  # the path before the patch (None for an added file)
+    change: Change
+    old_mode: str | None = None
+    new_mode: str | None = None
+    binary: bool = False
+    added: int = 0
+    removed: int = 0
+    hunks: tuple[Hunk, ...] = ()
+
+    @property
+    def is_symlink(self) -> bool:
+        return self.new_mode == "120000" or (self.new_mode is None and self.old_mode == "120000")
+
+    @property
+    def mode_changed(self) -> bool:
+        return self.old_mode is not None and self.new_mode is not None and self.old_mode != self.new_mode
+
+    def added_lines(self) -> list[Line]:
+        return [ln for h in self.hunks for ln in h.lines if ln.kind == "+"]
+
+    def removed_lines(self) -> list[Line]:
+        return [ln for h in self.hunks for ln in h.lines if ln.kind == "-"]
+
+
+@dataclass(frozen=True)
+class Patch:
+    index: int  # 1-based position in the series
+    total: int
+    subject: str  # without the [PATCH vN M/N] prefix
+    msgid: str
+    author: Person
+    date: dt.datetime | None
+    message: str  # the commit message, above the `---`
+    diff: str  # the diff text, from the first `diff --git`
+    trailers: tuple[Trailer, ...] = ()
+    files: tuple[FileChange, ...] = ()
+    encoding_note: str | None = None
+
+    @property
+    def added(self) -> int:
+        return sum(f.added for f in self.files)
+
+    @property
+    def removed(self) -> int:
+        return sum(f.removed for f in self.files)
+
+    @property
+    def signoff_emails(self) -> set[str]:
+        return {_email_of(t.value) for t in self.trailers if t.name.lower() == "signed-off-by"}
+
+
+@dataclass(frozen=True)
+class Cover:
+    subject: str
+    msgid: str
+    author: Person
+    body: str
+    trailers: tuple[Trailer, ...] = ()
+
+
+@dataclass(frozen=True)
+class Series:
+    subject: str
+    version: int
+    msgid: str  # the cover letter's, else the first patch's
+    author: Person
+    date: dt.datetime | None
+    total: int
+    patches: tuple[Patch, ...]
+    cover: Cover | None = None
+    missing: tuple[int, ...] = ()
+    base_commit: str | None = None
+    change_id: str | None = None
+    prerequisites: tuple[str, ...] = ()
+    revisions: tuple[int, ...] = ()  # every revision seen in the input
+    source: str = ""  # what the user named: a path, a range, a message-id
+
+    @property
+    def added(self) -> int:
+        return sum(p.added for p in self.patches)
+
+    @property
+    def removed(self) -> int:
+        return sum(p.removed for p in self.patches)
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    level: Level
+    message: str
+    patch: int | None = None  # 1-based patch index, None for the whole series
+    path: str | None = None
+    line: int | None = None
+    hint: str | None = None
+    quote: tuple[str, ...] = ()  # the hunk lines the finding is about
+
+    @classmethod
+    def on(cls, patch: Patch, message: str, **kw: object) -> Finding:
+        """A finding about PATCH; rule and level are stamped by the engine."""
+        return cls(rule="", level=Level.ERROR, message=message, patch=patch.index, **kw)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class StageResult:
+    name: str
+    status: StageStatus
+    seconds: float
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Review:
+    series: Series | None
+    findings: tuple[Finding, ...] = ()
+    stages: tuple[StageResult, ...] = ()
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for f in self.findings if f.level is Level.ERROR)
+
+
+def _email_of(value: str) -> str:
+    start, end = value.rfind("<"), value.rfind(">")
+    if 0 <= start < end:
+        return value[start + 1 : end].strip().lower()
+    return value.strip().lower()

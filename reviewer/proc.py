@@ -1,0 +1,55 @@
+"""The one helper every subprocess goes through: a timeout, and errors that show everything."""
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer.errors import CommandError
+
+DEFAULT_TIMEOUT = 120.0
+
+
+@dataclass(frozen=True)
+class Completed:
+    args: tuple[str, ...]
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run(
+    args: Sequence[str | Path],
+    *,
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    input: str | bytes | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
+    check: bool = True,
+) -> Completed:
+    """Run a command, capture its output as text; raise CommandError on failure or timeout."""
+    argv = tuple(str(a) for a in args)
+    full_env = {**os.environ, **env} if env is not None else None
+    data = input.encode() if isinstance(input, str) else input
+    try:
+        proc = subprocess.run(
+            argv, cwd=cwd, env=full_env, input=data, capture_output=True, timeout=timeout
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(argv, None, _text(exc.stdout), _text(exc.stderr), timeout) from exc
+    except FileNotFoundError as exc:
+        raise CommandError(argv, None, "", f"{argv[0]}: command not found", None) from exc
+    done = Completed(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
+    if check and proc.returncode != 0:
+        raise CommandError(argv, proc.returncode, done.stdout, done.stderr, None)
+    return done
+
+
+def _text(data: bytes | str | None) -> str:
+    if data is None:
+        return ""
+    if isinstance(data, str):
+        return data
+    return data.decode("utf-8", errors="replace")

@@ -1,0 +1,98 @@
+"""The versioned JSON report document (schema documented in docs/json-schema.md)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from reviewer.model import FileChange, Finding, Patch, Person, Review, Series, StageResult, Trailer
+
+SCHEMA = 1
+
+
+def document(review: Review) -> dict[str, Any]:
+    s = review.series
+    return {
+        "schema": SCHEMA,
+        "series": _series(s) if s else None,
+        "patches": [_patch(p) for p in s.patches] if s else [],
+        "findings": [_finding(f) for f in review.findings],
+        "stages": [_stage(st) for st in review.stages],
+    }
+
+
+def dumps(review: Review) -> str:
+    return json.dumps(document(review), indent=2, ensure_ascii=False) + "\n"
+
+
+def _person(p: Person) -> dict[str, str]:
+    return {"name": p.name, "email": p.email}
+
+
+def _series(s: Series) -> dict[str, Any]:
+    return {
+        "subject": s.subject,
+        "version": s.version,
+        "msgid": s.msgid,
+        "author": _person(s.author),
+        "date": s.date.isoformat() if s.date else None,
+        "base_commit": s.base_commit,
+        "change_id": s.change_id,
+        "prerequisites": list(s.prerequisites),
+        "total": s.total,
+        "missing": list(s.missing),
+        "revisions": list(s.revisions),
+        "cover": {"msgid": s.cover.msgid, "subject": s.cover.subject,
+                  "trailers": [_trailer(t) for t in s.cover.trailers]} if s.cover else None,
+        "added": s.added,
+        "removed": s.removed,
+        "source": s.source,
+    }
+
+
+def _patch(p: Patch) -> dict[str, Any]:
+    return {
+        "index": p.index,
+        "subject": p.subject,
+        "msgid": p.msgid,
+        "author": _person(p.author),
+        "date": p.date.isoformat() if p.date else None,
+        "trailers": [_trailer(t) for t in p.trailers],
+        "files": [_file(f) for f in p.files],
+        "added": p.added,
+        "removed": p.removed,
+    }
+
+
+def _trailer(t: Trailer) -> dict[str, Any]:
+    return {"name": t.name, "value": t.value, "source": t.source, "msgid": t.msgid}
+
+
+def _file(f: FileChange) -> dict[str, Any]:
+    return {
+        "path": f.path,
+        "old_path": f.old_path,
+        "change": str(f.change),
+        "old_mode": f.old_mode,
+        "new_mode": f.new_mode,
+        "symlink": f.is_symlink,
+        "binary": f.binary,
+        "added": f.added,
+        "removed": f.removed,
+    }
+
+
+def _finding(f: Finding) -> dict[str, Any]:
+    return {
+        "rule": f.rule,
+        "level": str(f.level),
+        "patch": f.patch,
+        "path": f.path,
+        "line": f.line,
+        "message": f.message,
+        "hint": f.hint,
+        "quote": list(f.quote),
+    }
+
+
+def _stage(st: StageResult) -> dict[str, Any]:
+    return {"name": st.name, "status": str(st.status), "seconds": round(st.seconds, 3), "detail": st.detail}

@@ -1,0 +1,107 @@
+"""The terminal report, with rich: header, per-patch table, findings by patch, stages."""
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+
+from rich.console import Console, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from reviewer.model import Finding, Level, Review, Series, StageStatus
+
+_STYLE = {Level.ERROR: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
+_STAGE_STYLE = {StageStatus.OK: "green", StageStatus.FAILED: "bold red", StageStatus.SKIPPED: "dim"}
+
+
+def render(review: Review, console: Console) -> None:
+    # soft_wrap: finding lines stay whole when piped, so they can be grepped.
+    for part in build(review):
+        console.print(part, soft_wrap=isinstance(part, Text))
+
+
+def build(review: Review) -> list[RenderableType]:
+    parts: list[RenderableType] = []
+    if review.series is not None:
+        parts += [_header(review.series), _patch_table(review), Text("")]
+    parts += [_findings(review.findings, review.series), Text(""), _stages(review)]
+    return parts
+
+
+def _header(s: Series) -> Table:
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(style="bold")
+    grid.add_column()
+    grid.add_row("Series", Text(f"[PATCH v{s.version}] {s.subject}", style="bold"))
+    grid.add_row("Author", str(s.author))
+    grid.add_row("Date", s.date.strftime("%Y-%m-%d %H:%M %z") if s.date else "-")
+    shown = f"{len(s.patches)} of {s.total}" if s.missing else str(s.total)
+    grid.add_row("Patches", shown + (" + cover letter" if s.cover else ""))
+    grid.add_row("Message-ID", f"<{s.msgid}>")
+    grid.add_row("Base", s.base_commit or "unknown (no base-commit: line)")
+    if len(s.revisions) > 1:
+        grid.add_row("Revisions", ", ".join(f"v{r}" for r in s.revisions) + f" (showing v{s.version})")
+    return grid
+
+
+def _patch_table(review: Review) -> Table:
+    assert review.series is not None
+    counts = Counter((f.patch, f.level) for f in review.findings)
+    table = Table(title=None, show_edge=False, header_style="bold")
+    for name, justify in (("#", "right"), ("Subject", "left"), ("Files", "right"), ("+", "right"),
+                          ("-", "right"), ("Findings", "left"), ("Trailers", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    s = review.series
+    for p in s.patches:
+        given = [t.name for t in p.trailers if t.source == "followup"]
+        table.add_row(
+            f"{p.index}/{s.total}", p.subject, str(len(p.files)), f"+{p.added}", f"-{p.removed}",
+            _counts(counts, p.index), ", ".join(given) or "",
+        )
+    for index in s.missing:
+        table.add_row(f"{index}/{s.total}", Text("(missing from the thread)", style="bold red"), "", "", "", "", "")
+    return table
+
+
+def _counts(counts: Counter[tuple[int | None, Level]], index: int) -> Text:
+    text = Text()
+    for level in Level:
+        if counts[(index, level)]:
+            text.append(f"{counts[(index, level)]} {level} ", style=_STYLE[level])
+    return text
+
+
+def _findings(findings: Iterable[Finding], series: Series | None) -> RenderableType:
+    findings = sorted(findings, key=lambda f: (f.patch or 0, f.path or "", f.line or 0))
+    if not findings:
+        return Text("No findings.", style="green")
+    lines = Text()
+    total = series.total if series else 0
+    for f in findings:
+        lines.append(location(f, total) + ": ")
+        lines.append(f"[{f.level}]", style=_STYLE[f.level])
+        lines.append(f" {f.message} ")
+        lines.append(f"({f.rule})", style="dim")
+        lines.append("\n")
+        for q in f.quote:
+            lines.append(f"    {q}\n", style="dim")
+        if f.hint:
+            lines.append(f"    hint: {f.hint}\n", style="dim")
+    return lines
+
+
+def location(f: Finding, total: int) -> str:
+    """`0003/0007 arch/x86/Kconfig:12`, `series` when the finding is about the whole series."""
+    where = f"{f.patch:04d}/{total:04d}" if f.patch is not None else "series"
+    if f.path:
+        where += f" {f.path}" + (f":{f.line}" if f.line else "")
+    return where
+
+
+def _stages(review: Review) -> Table:
+    table = Table(show_edge=False, header_style="bold")
+    for name in ("Stage", "Status", "Seconds", "Detail"):
+        table.add_column(name, justify="right" if name == "Seconds" else "left")
+    for st in review.stages:
+        table.add_row(st.name, Text(str(st.status), style=_STAGE_STYLE[st.status]), f"{st.seconds:.2f}", st.detail)
+    return table

@@ -1,0 +1,145 @@
+"""What the user named: a file, a directory, a git range or a Message-ID -> Series."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+import git
+
+from reviewer import fetch, msgid
+from reviewer.errors import FetchError, InputError
+from reviewer.model import Series
+from reviewer.proc import run
+
+
+class Kind(StrEnum):
+    MBOX = "mbox"
+    MAILDIR = "maildir"
+    PATCHDIR = "patchdir"
+    RANGE = "range"
+    MSGID = "msgid"
+    STDIN = "stdin"
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind
+    text: str
+    path: Path | None = None
+    ref: msgid.MsgRef | None = None
+
+
+def classify(text: str, cwd: Path) -> Target:
+    """Decide what TEXT names. Files win over everything, then ids, then git revisions."""
+    if text == "-":
+        return Target(Kind.STDIN, text)
+    path = Path(text) if Path(text).is_absolute() else cwd / text
+    if path.is_dir():
+        is_maildir = all((path / d).is_dir() for d in ("cur", "new", "tmp"))
+        return Target(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
+    if path.exists():
+        return Target(Kind.MBOX, text, path)
+    if msgid.looks_like_range(text):
+        return Target(Kind.RANGE, text)
+    ref = msgid.parse(text)
+    if ref is not None:
+        return Target(Kind.MSGID, text, ref=ref)
+    if _looks_like_path(text):
+        raise InputError(f"{text}: no such file or directory", "check the path; give an mbox, a maildir or a git format-patch directory")
+    return Target(Kind.RANGE, text)
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text and not text.startswith(("origin/", "refs/")) or text.endswith((".mbox", ".patch", ".eml", ".mbx"))
+
+
+def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False) -> Series:
+    """Read the messages TARGET names and build the series from them."""
+    if target.kind is Kind.MSGID:
+        assert target.ref is not None
+        raise FetchError(
+            f"{target.text}: fetching Message-ID {target.ref.msgid!r} from lore is not available yet",
+            "save the thread as an mbox (for example with `b4 mbox ID`) and run `review FILE`",
+        )
+    if target.kind is Kind.RANGE:
+        msgs, base = range_messages(cwd, target.text)
+        series = fetch.build_series(msgs, target.text, revision, debug)
+        return series if series.base_commit else _with_base(series, base)
+    msgs = _read(target)
+    if not msgs:
+        raise InputError(f"{target.text}: empty input, no mail in it", "give an mbox or format-patch output holding a patch series")
+    return fetch.build_series(msgs, target.text, revision, debug)
+
+
+def _read(target: Target) -> list[fetch.Message]:
+    if target.kind is Kind.STDIN:
+        import sys
+
+        return [fetch.parse_bytes(sys.stdin.buffer.read())]
+    assert target.path is not None
+    if target.kind is Kind.PATCHDIR:
+        files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
+        if not files:
+            raise InputError(f"{target.text}: no *.patch files in this directory", "point at the output directory of `git format-patch`")
+        return [m for f in files for m in _read_file(f)]
+    return _read_file(target.path)
+
+
+def _read_file(path: Path) -> list[fetch.Message]:
+    try:
+        return fetch.read_mbox(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}", "check the file's permissions") from exc
+
+
+def _with_base(series: Series, base: str) -> Series:
+    from dataclasses import replace
+
+    return replace(series, base_commit=base)
+
+
+def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
+    """`git format-patch` the commits of SPEC in the repository at CWD; return them and the base."""
+    try:
+        repo = git.Repo(cwd, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise InputError(f"{spec}: not a file, a Message-ID, and {cwd} is not a git repository", "give an mbox or directory, or run in (or -C) the kernel tree") from exc
+    start, end = _split_range(spec)
+    base = _resolve(repo, start, spec)
+    tip = _resolve(repo, end, spec)
+    if ".." in spec and "..." in spec:
+        base = repo.merge_base(base, tip)[0].hexsha
+    out = run(
+        ["git", "-C", repo.working_dir, "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}"],
+        timeout=300,
+    ).stdout
+    if not out.strip():
+        raise InputError(f"{spec}: the range holds no commits", f"check the range: `git log --oneline {spec}` shows nothing")
+    return _split_stdout_mbox(out), base
+
+
+def _split_range(spec: str) -> tuple[str, str]:
+    sep = "..." if "..." in spec else ".."
+    if sep not in spec:
+        return spec, "HEAD"  # like format-patch: commits since REV
+    start, end = spec.split(sep, 1)
+    return start or "HEAD", end or "HEAD"
+
+
+def _resolve(repo: git.Repo, rev: str, spec: str) -> str:
+    try:
+        return repo.commit(rev).hexsha
+    except (git.BadName, ValueError) as exc:
+        raise InputError(f"{spec}: unknown revision {rev!r} in {repo.working_dir}", "check the range with `git log --oneline RANGE`") from exc
+
+
+def _split_stdout_mbox(text: str) -> list[fetch.Message]:
+    chunks, cur = [], []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("From ") and line.rstrip().endswith("Mon Sep 17 00:00:00 2001") and cur:
+            chunks.append("".join(cur))
+            cur = []
+        cur.append(line)
+    chunks.append("".join(cur))
+    return [fetch.parse_bytes(c.split("\n", 1)[1].encode()) for c in chunks if c.strip()]
