@@ -10,7 +10,7 @@ import traceback
 from collections.abc import Callable, Iterator
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -36,27 +36,30 @@ sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_a
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="terminal (rich) or json (one document on stdout).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
-ColorOpt = Annotated[Optional[bool], typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal).")]
+ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal).")]
 
 
 @review_app.command(help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
 def main_command(
     target: Annotated[str, typer.Argument(help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin)", show_default=False)],
     fmt: FormatOpt = Format.TERMINAL,
-    revision: Annotated[Optional[int], typer.Option("--revision", "-r", min=1, help="Review revision N of the series (default: the newest).")] = None,
-    repo: Annotated[Optional[Path], typer.Option("-C", help="Run as if started in PATH (for git ranges).")] = None,
+    revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, help="Review revision N of the series (default: the newest).")] = None,
+    repo: Annotated[Path | None, typer.Option("-C", help="Run as if started in PATH (for git ranges).")] = None,
+    tree: Annotated[Path | None, typer.Option("--tree", "-t", help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
+    base: Annotated[str | None, typer.Option("--base", help="Apply on REF instead of the series' base-commit.")] = None,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
     cwd = (repo or Path.cwd()).resolve()
-    request = Request(target=target, cwd=cwd, revision=revision, debug=debug)
+    request = Request(target=target, cwd=cwd, revision=revision, debug=debug,
+                      tree=tree.resolve() if tree else None, base=base)
     _finish(*_run(request, fmt, color), fmt=fmt, color=color)
 
 
 @sub_app.command("demo", help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
 def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
-    with demo_mod.prepared() as (mbox, _tree):
-        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug)
+    with demo_mod.prepared() as (mbox, tree):
+        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree)
         result, error = _run(request, fmt, color)
     _finish(result, error, fmt=fmt, color=color)
 
@@ -129,7 +132,11 @@ def main(argv: list[str] | None = None) -> int:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
     except typer.TyperException as exc:  # typer's usage errors: it prints them itself
-        getattr(exc, "show", lambda: print(f"review: error: {exc}", file=sys.stderr))()
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"review: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except Exception as exc:  # the last resort: a bug of ours, never the user's fault
         if debug:

@@ -16,6 +16,7 @@ import mailbox
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import b4
 
@@ -25,7 +26,7 @@ from reviewer.patchparse import split_message
 
 Message = email.message.EmailMessage
 _POLICY = email.policy.EmailPolicy(utf8=True, linesep="\n")
-_PREREQ = re.compile(r"^prerequisite-(?:patch-id|message-id|change-id|base-commit):\s*(\S+)", re.M | re.I)
+_PREREQ = re.compile(r"^prerequisite-(?:patch-id|message-id|change-id|base-commit):\s*(\S+)", re.MULTILINE | re.IGNORECASE)
 
 
 @contextlib.contextmanager
@@ -46,23 +47,20 @@ def _b4_quiet(debug: bool = False) -> Iterator[None]:
 
 
 def parse_bytes(data: bytes) -> Message:
-    msg = email.parser.BytesParser(policy=_POLICY, _class=Message).parsebytes(data)
-    return msg  # type: ignore[return-value]
+    msg: Message = email.parser.BytesParser(policy=_POLICY, _class=Message).parsebytes(data)
+    return msg
 
 
 def read_mbox(path: Path) -> list[Message]:
     """Messages of an mbox file, a single .eml/.patch mail, or a maildir."""
     if path.is_dir():
-        box: mailbox.Mailbox[Message] = mailbox.Maildir(str(path), factory=_factory, create=False)  # type: ignore[arg-type]
-        return [m for _, m in box.items()]
-    data = path.read_bytes()
-    if not data.startswith(b"From "):
-        return [parse_bytes(data)] if data.strip() else []
-    return [m for _, m in mailbox.mbox(str(path), factory=_factory, create=False).items()]  # type: ignore[arg-type]
-
-
-def _factory(fh: object) -> Message:
-    return parse_bytes(fh.read())  # type: ignore[attr-defined]
+        box: mailbox.Mailbox[Any] = mailbox.Maildir(str(path), factory=None, create=False)
+    else:
+        data = path.read_bytes()
+        if not data.startswith(b"From "):
+            return [parse_bytes(data)] if data.strip() else []
+        box = mailbox.mbox(str(path), create=False)
+    return [parse_bytes(box.get_bytes(key)) for key in box.iterkeys()]
 
 
 def ensure_msgids(msgs: list[Message]) -> list[Message]:

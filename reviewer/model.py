@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import StrEnum
 
 
@@ -181,11 +181,29 @@ class StageResult:
 
 
 @dataclass(frozen=True)
+class PatchApply:
+    index: int
+    status: str  # "applied", "applied (3-way merge)", "failed"
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    base: str
+    base_source: str  # trailer | head | option
+    patches: tuple[PatchApply, ...] = ()
+
+    @property
+    def failed(self) -> PatchApply | None:
+        return next((p for p in self.patches if p.status == "failed"), None)
+
+
+@dataclass(frozen=True)
 class Review:
     series: Series | None
     findings: tuple[Finding, ...] = ()
     stages: tuple[StageResult, ...] = ()
-    extra: dict[str, object] = field(default_factory=dict)
+    apply: ApplyResult | None = None
 
     @property
     def errors(self) -> int:

@@ -3,16 +3,17 @@ from __future__ import annotations
 
 import re
 
-import unidiff
 from unidiff.errors import UnidiffParseError
+from unidiff.patch import Hunk as UHunk
+from unidiff.patch import PatchedFile, PatchSet
 
 from reviewer.errors import InputError
 from reviewer.model import Change, FileChange, Hunk, Line
 
-_DIFF_START = re.compile(r"^(diff --git |--- (a/|/dev/null))", re.M)
-_CUT = re.compile(r"^---[ \t]*$", re.M)
+_DIFF_START = re.compile(r"^(diff --git |--- (a/|/dev/null))", re.MULTILINE)
+_CUT = re.compile(r"^---[ \t]*$", re.MULTILINE)
 # The end of a diff in a mail: the signature delimiter git format-patch writes.
-_SIGNATURE = re.compile(r"^-- \n(?:[\d.]+|\S.*)\n*\Z", re.M)
+_SIGNATURE = re.compile(r"^-- \n(?:[\d.]+|\S.*)\n*\Z", re.MULTILINE)
 
 
 def split_message(body: str) -> tuple[str, str]:
@@ -35,7 +36,7 @@ def parse_diff(diff: str, where: str = "patch") -> tuple[FileChange, ...]:
     if not diff.strip():
         return ()
     try:
-        patchset = unidiff.PatchSet(diff)
+        patchset = PatchSet(diff)
     except UnidiffParseError as exc:
         raise InputError(
             f"{where}: corrupt diff: {exc}",
@@ -44,7 +45,7 @@ def parse_diff(diff: str, where: str = "patch") -> tuple[FileChange, ...]:
     return tuple(_file_change(pf) for pf in patchset)
 
 
-def _file_change(pf: unidiff.PatchedFile) -> FileChange:
+def _file_change(pf: PatchedFile) -> FileChange:
     info = "".join(pf.patch_info or ())
     change = _change_kind(pf, info)
     old_path = None if change is Change.ADDED else _strip(pf.source_file)
@@ -63,7 +64,7 @@ def _file_change(pf: unidiff.PatchedFile) -> FileChange:
     )
 
 
-def _change_kind(pf: unidiff.PatchedFile, info: str) -> Change:
+def _change_kind(pf: PatchedFile, info: str) -> Change:
     if "\ncopy from " in info or info.startswith("copy from "):
         return Change.COPIED
     if "\nrename from " in info or pf.is_rename:
@@ -83,7 +84,7 @@ def _strip(name: str | None) -> str | None:
     return name[2:] if name[:2] in ("a/", "b/") else name
 
 
-def _hunk(h: unidiff.Hunk) -> Hunk:
+def _hunk(h: UHunk) -> Hunk:
     lines = tuple(
         Line(ln.line_type, ln.value.rstrip("\n"), ln.source_line_no, ln.target_line_no)
         for ln in h

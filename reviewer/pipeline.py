@@ -14,9 +14,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import target as targets
+from reviewer import worktree
 from reviewer.checks import CHECKS
-from reviewer.errors import ReviewerError
-from reviewer.model import Finding, Review, Series, StageResult, StageStatus
+from reviewer.errors import ApplyError, ConfigError, ReviewerError
+from reviewer.model import ApplyResult, Finding, Level, Review, Series, StageResult, StageStatus
 from reviewer.patchparse import parse_diff
 
 Progress = Callable[[str], AbstractContextManager[None]]
@@ -28,6 +29,8 @@ class Request:
     cwd: Path = field(default_factory=Path.cwd)
     revision: int | None = None
     debug: bool = False
+    tree: Path | None = None  # the user's kernel git tree, for the apply stage
+    base: str | None = None  # --base REF overrides the series' base-commit
 
 
 @dataclass
@@ -35,9 +38,10 @@ class _Run:
     series: Series | None = None
     findings: list[Finding] = field(default_factory=list)
     stages: list[StageResult] = field(default_factory=list)
+    apply: ApplyResult | None = None
 
     def review(self) -> Review:
-        return Review(self.series, tuple(self.findings), tuple(self.stages))
+        return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply)
 
 
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
@@ -48,12 +52,15 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
         ("parse", lambda: _parse(run)),
         ("check", lambda: _check(run)),
     ]
+    if request.tree is not None:
+        steps.append(("apply", lambda: _apply(run, request)))
     for name, step in steps:
         error = _stage(run, name, step, progress)
         if error is not None:
             return run.review(), error
-    for name, why in (("apply", "no kernel tree given (--tree)"), ("selftests", "needs the apply stage")):
-        run.stages.append(StageResult(name, StageStatus.SKIPPED, 0.0, why))
+    if request.tree is None:
+        run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
+    run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "the selftest stage is not built yet"))
     return run.review(), None
 
 
@@ -93,7 +100,28 @@ def _check(run: _Run) -> str:
     return f"{len(CHECKS)} checks, {len(run.findings)} findings"
 
 
-def _stamp(rule: str, level: object, found: Iterator[Finding]) -> Iterator[Finding]:
+def _apply(run: _Run, request: Request) -> str:
+    assert run.series is not None and request.tree is not None
+    tree = request.tree
+    if not worktree.is_git_tree(tree):
+        raise ConfigError(f"--tree {tree}: not a git repository", "point --tree at a kernel git checkout")
+    base, source = worktree.choose_base(tree, run.series, request.base)
+    if source == "head":
+        why = f"base-commit {run.series.base_commit} is not in the tree" if run.series.base_commit else "the series names no base-commit"
+        run.findings.append(Finding("apply-base", Level.WARNING, f"{why}; applied to HEAD ({base[:12]})",
+                                    hint="authors: send with `git format-patch --base=auto` or b4"))
+    with worktree.isolated(tree, base) as wt:
+        results = worktree.apply_series(wt, run.series)
+    run.apply = ApplyResult(base, source, results)
+    failed = run.apply.failed
+    if failed is not None:
+        total = run.series.total
+        raise ApplyError(f"patch {failed.index}/{total} does not apply to {base[:12]}: {failed.detail}",
+                         "check the base with --base REF; the tree was left untouched")
+    return f"{len(results)} patches applied to {base[:12]} ({source})"
+
+
+def _stamp(rule: str, level: Level, found: Iterator[Finding]) -> Iterator[Finding]:
     """The engine, not the check, owns the rule id and the level."""
     for finding in found:
         yield replace(finding, rule=rule, level=level)

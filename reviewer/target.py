@@ -111,7 +111,7 @@ def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
     if ".." in spec and "..." in spec:
         base = repo.merge_base(base, tip)[0].hexsha
     out = run(
-        ["git", "-C", repo.working_dir, "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}"],
+        ["git", "-C", str(repo.working_dir), "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}"],
         timeout=300,
     ).stdout
     if not out.strip():
@@ -135,7 +135,8 @@ def _resolve(repo: git.Repo, rev: str, spec: str) -> str:
 
 
 def _split_stdout_mbox(text: str) -> list[fetch.Message]:
-    chunks, cur = [], []
+    chunks: list[str] = []
+    cur: list[str] = []
     for line in text.splitlines(keepends=True):
         if line.startswith("From ") and line.rstrip().endswith("Mon Sep 17 00:00:00 2001") and cur:
             chunks.append("".join(cur))

@@ -4,7 +4,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reviewer.model import FileChange, Finding, Patch, Person, Review, Series, StageResult, Trailer
+from reviewer.model import (
+    ApplyResult,
+    FileChange,
+    Finding,
+    Patch,
+    Person,
+    Review,
+    Series,
+    StageResult,
+    Trailer,
+)
 
 SCHEMA = 1
 
@@ -17,6 +27,7 @@ def document(review: Review) -> dict[str, Any]:
         "patches": [_patch(p) for p in s.patches] if s else [],
         "findings": [_finding(f) for f in review.findings],
         "stages": [_stage(st) for st in review.stages],
+        "apply": _apply(review.apply) if review.apply else None,
     }
 
 
@@ -91,6 +102,14 @@ def _finding(f: Finding) -> dict[str, Any]:
         "message": f.message,
         "hint": f.hint,
         "quote": list(f.quote),
+    }
+
+
+def _apply(a: ApplyResult) -> dict[str, Any]:
+    return {
+        "base": a.base,
+        "base_source": a.base_source,
+        "patches": [{"index": p.index, "status": p.status, "detail": p.detail} for p in a.patches],
     }
 
 

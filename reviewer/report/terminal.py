@@ -24,7 +24,10 @@ def build(review: Review) -> list[RenderableType]:
     parts: list[RenderableType] = []
     if review.series is not None:
         parts += [_header(review.series), _patch_table(review), Text("")]
-    parts += [_findings(review.findings, review.series), Text(""), _stages(review)]
+    parts += [_findings(review.findings, review.series), Text("")]
+    if review.apply is not None:
+        parts += [_apply(review), Text("")]
+    parts += [_stages(review)]
     return parts
 
 
@@ -87,6 +90,7 @@ def _findings(findings: Iterable[Finding], series: Series | None) -> RenderableT
             lines.append(f"    {q}\n", style="dim")
         if f.hint:
             lines.append(f"    hint: {f.hint}\n", style="dim")
+    lines.rstrip()
     return lines
 
 
@@ -96,6 +100,20 @@ def location(f: Finding, total: int) -> str:
     if f.path:
         where += f" {f.path}" + (f":{f.line}" if f.line else "")
     return where
+
+
+def _apply(review: Review) -> Text:
+    a = review.apply
+    assert a is not None
+    total = review.series.total if review.series else 0
+    text = Text(f"Applied to {a.base[:12]} (base from {a.base_source}):\n", style="bold")
+    for p in a.patches:
+        style = "bold red" if p.status == "failed" else "green"
+        text.append(f"  {p.index}/{total} ")
+        text.append(p.status, style=style)
+        text.append(f"  {p.detail}\n" if p.detail else "\n")
+    text.rstrip()
+    return text
 
 
 def _stages(review: Review) -> Table:

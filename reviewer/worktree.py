@@ -1,0 +1,94 @@
+"""Apply the series in an isolated, throw-away git worktree of the user's tree.
+
+The user's checkout, index, branches and stash are never touched: we add a detached
+worktree in a temporary directory, `git am -3` there, and remove it on every exit path.
+"""
+from __future__ import annotations
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import Iterator
+from email.message import EmailMessage
+from email.policy import SMTP
+from pathlib import Path
+
+from reviewer.errors import CommandError, InputError
+from reviewer.model import PatchApply, Series
+from reviewer.proc import run
+
+_GIT_ENV = {"GIT_COMMITTER_NAME": "reviewer", "GIT_COMMITTER_EMAIL": "reviewer@localhost", "GIT_TERMINAL_PROMPT": "0"}
+
+
+def git(repo: Path, *args: str, check: bool = True, input: bytes | None = None, timeout: float = 300) -> str:
+    return run(["git", "-C", str(repo), *args], env=_GIT_ENV, input=input, check=check, timeout=timeout).stdout
+
+
+def is_git_tree(path: Path) -> bool:
+    return run(["git", "-C", str(path), "rev-parse", "--git-dir"], check=False).returncode == 0
+
+
+def choose_base(tree: Path, series: Series, override: str | None) -> tuple[str, str]:
+    """(commit id, where it came from: option | trailer | head)."""
+    if override:
+        return _commit(tree, override, "--base"), "option"
+    if series.base_commit and _has_commit(tree, series.base_commit):
+        return _commit(tree, series.base_commit, "base-commit"), "trailer"
+    return _commit(tree, "HEAD", "HEAD"), "head"
+
+
+def _has_commit(tree: Path, rev: str) -> bool:
+    return run(["git", "-C", str(tree), "cat-file", "-e", f"{rev}^{{commit}}"], check=False).returncode == 0
+
+
+def _commit(tree: Path, rev: str, what: str) -> str:
+    if not _has_commit(tree, rev):
+        raise InputError(f"{what} {rev!r} is not a commit in {tree}", "fetch it into the tree, or pass --base REF")
+    return git(tree, "rev-parse", f"{rev}^{{commit}}").strip()
+
+
+@contextlib.contextmanager
+def isolated(tree: Path, base: str) -> Iterator[Path]:
+    """A detached worktree of TREE at BASE in a temporary directory; always removed."""
+    scratch = Path(tempfile.mkdtemp(prefix="reviewer-wt-"))
+    wt = scratch / "tree"
+    try:
+        git(tree, "worktree", "add", "--detach", "--quiet", str(wt), base)
+        yield wt
+    finally:
+        run(["git", "-C", str(tree), "worktree", "remove", "--force", str(wt)], check=False)
+        shutil.rmtree(scratch, ignore_errors=True)
+        run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+
+
+def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
+    """`git am -3` each patch in turn; stop at the first that fails."""
+    results: list[PatchApply] = []
+    for patch in series.patches:
+        mail = _as_mail(series, patch.index)
+        try:
+            out = git(wt, "am", "-3", "--no-gpg-sign", input=mail)
+        except CommandError as exc:
+            run(["git", "-C", str(wt), "am", "--abort"], check=False)
+            results.append(PatchApply(patch.index, "failed", _why(exc)))
+            break
+        status = "applied (3-way merge)" if "Falling back" in out else "applied"
+        results.append(PatchApply(patch.index, status, ""))
+    return tuple(results)
+
+
+def _why(exc: CommandError) -> str:
+    text = exc.stderr + exc.stdout
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(("error:", "Patch failed", "CONFLICT"))]
+    return "; ".join(lines[:3]) or exc.message
+
+
+def _as_mail(series: Series, index: int) -> bytes:
+    patch = series.patches[[p.index for p in series.patches].index(index)]
+    msg = EmailMessage()
+    msg["From"] = str(patch.author)
+    if patch.date:
+        msg["Date"] = patch.date.strftime("%a, %d %b %Y %H:%M:%S %z")
+    msg["Subject"] = f"[PATCH {patch.index}/{patch.total}] {patch.subject}"
+    msg.set_content(f"{patch.message}---\n{patch.diff}", charset="utf-8", cte="8bit")
+    return msg.as_bytes(policy=SMTP.clone(linesep="\n"))

@@ -1,0 +1,43 @@
+"""Run the real `review` command in a subprocess, with a private TMPDIR to catch leftovers."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Result:
+    rc: int
+    stdout: str
+    stderr: str
+    tmp: Path
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+    def assert_one_line_error(self, rc: int, fragment: str) -> None:
+        """The bad-input contract: exit RC, `review: error: ...` + at most a hint, no traceback."""
+        assert self.rc == rc, (self.rc, self.stderr)
+        lines = self.stderr.splitlines()
+        assert lines and lines[0].startswith("review: error: "), self.stderr
+        assert fragment in lines[0], (fragment, lines[0])
+        assert len(lines) <= 2 and all(ln.startswith("hint: ") for ln in lines[1:]), self.stderr
+        assert "Traceback" not in self.stderr + self.stdout
+
+    def assert_nothing_left(self) -> None:
+        assert list(self.tmp.iterdir()) == [], list(self.tmp.iterdir())
+
+
+def review(*args: str | Path, cwd: Path | None = None, stdin: bytes | None = None, tmp: Path) -> Result:
+    tmp.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200", "NO_COLOR": "1"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "reviewer", *map(str, args)],
+        cwd=cwd, env=env, input=stdin, capture_output=True, timeout=300,
+    )
+    return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode(), tmp)
