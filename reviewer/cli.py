@@ -16,7 +16,7 @@ import typer
 from rich.console import Console
 
 from reviewer import demo as demo_mod
-from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.errors import ApplyError, ExitStatus, ReviewerError, SelftestError
 from reviewer.model import Review
 from reviewer.pipeline import Request, review
 from reviewer.report import json as json_report
@@ -33,6 +33,11 @@ class Format(StrEnum):
 
 review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, epilog=EPILOG)
 sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+
+
+@sub_app.callback()
+def _subcommands() -> None:
+    """Commands other than the review itself."""
 
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="terminal (rich) or json (one document on stdout).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
@@ -87,7 +92,9 @@ def _progress(console: Console) -> Callable[[str], contextlib.AbstractContextMan
 
 
 def _finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None) -> None:
-    if result.series is not None:
+    # A series that could not be read has nothing to report but the error; one that was
+    # read and checked is reported even when a later stage (apply) failed.
+    if result.series is not None and (error is None or isinstance(error, (ApplyError, SelftestError))):
         if fmt is Format.JSON:
             sys.stdout.write(json_report.dumps(result))
         else:
@@ -99,10 +106,14 @@ def _finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: 
 
 
 def _fail(message: str, hint: str, status: int) -> int:
-    print(f"review: error: {message}", file=sys.stderr)
+    print(f"review: error: {_one_line(message)}", file=sys.stderr)
     if hint:
-        print(f"hint: {hint}", file=sys.stderr)
+        print(f"hint: {_one_line(hint)}", file=sys.stderr)
     return status
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
 
 
 def _crash_log(exc: BaseException) -> Path:

@@ -38,8 +38,9 @@ def parse_diff(diff: str, where: str = "patch") -> tuple[FileChange, ...]:
     try:
         patchset = PatchSet(diff)
     except UnidiffParseError as exc:
+        reason = " ".join(str(exc).split())[:120]
         raise InputError(
-            f"{where}: corrupt diff: {exc}",
+            f"{where}: corrupt diff ({reason})",
             "the patch was probably mangled by a mail client; ask for it to be resent with git send-email",
         ) from exc
     return tuple(_file_change(pf) for pf in patchset)

@@ -10,7 +10,7 @@ from tests.conftest import FIXTURES, SERIES, git
 from tests.helpers import review
 from tests.unit.test_patchparse import huge_diff
 
-BAD = FIXTURES / "bad"
+BAD = SERIES / "bad"
 
 
 @pytest.mark.parametrize(
