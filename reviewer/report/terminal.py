@@ -42,6 +42,8 @@ def _header(s: Series) -> Table:
     grid.add_row("Patches", shown + (" + cover letter" if s.cover else ""))
     grid.add_row("Message-ID", f"<{s.msgid}>")
     grid.add_row("Base", s.base_commit or "unknown (no base-commit: line)")
+    if s.cover and s.cover.trailers:
+        grid.add_row("Series trailers", ", ".join(f"{t.name}: {t.value}" for t in s.cover.trailers))
     if len(s.revisions) > 1:
         grid.add_row("Revisions", ", ".join(f"v{r}" for r in s.revisions) + f" (showing v{s.version})")
     return grid
@@ -55,14 +57,17 @@ def _patch_table(review: Review) -> Table:
                           ("-", "right"), ("Findings", "left"), ("Trailers", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     s = review.series
-    for p in s.patches:
+    present = {p.index: p for p in s.patches}
+    for index in sorted([*present, *s.missing]):
+        p = present.get(index)
+        if p is None:
+            table.add_row(f"{index}/{s.total}", Text("(missing from the thread)", style="bold red"), "", "", "", "", "")
+            continue
         given = [t.name for t in p.trailers if t.source == "followup"]
         table.add_row(
-            f"{p.index}/{s.total}", p.subject, str(len(p.files)), f"+{p.added}", f"-{p.removed}",
-            _counts(counts, p.index), ", ".join(given) or "",
+            f"{index}/{s.total}", p.subject, str(len(p.files)), f"+{p.added}", f"-{p.removed}",
+            _counts(counts, index), ", ".join(given),
         )
-    for index in s.missing:
-        table.add_row(f"{index}/{s.total}", Text("(missing from the thread)", style="bold red"), "", "", "", "", "")
     return table
 
 
