@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         rc = app(args=args, prog_name="review", standalone_mode=False)
     except typer.Exit as exc:
-        return int(exc.exit_code)
+        rc = exc.exit_code
     except typer.Abort:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
@@ -154,6 +154,8 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         path = _crash_log(exc)
         return _fail(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
+    if rc == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
+        print("review: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else int(ExitStatus.OK)
 
 

@@ -67,7 +67,8 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
     for patch in series.patches:
         mail = _as_mail(series, patch.index)
         try:
-            out = git(wt, "am", "-3", "--no-gpg-sign", input=mail)
+            # The user's hooks are not run on a series under review.
+            out = git(wt, "-c", "core.hooksPath=/dev/null", "am", "-3", "--no-gpg-sign", input=mail)
         except CommandError as exc:
             run(["git", "-C", str(wt), "am", "--abort"], check=False)
             results.append(PatchApply(patch.index, "failed", _why(exc)))
