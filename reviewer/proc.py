@@ -1,6 +1,7 @@
 """The one helper every subprocess goes through: a timeout, and errors that show everything."""
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -53,3 +54,41 @@ def _text(data: bytes | str | None) -> str:
     if isinstance(data, str):
         return data
     return data.decode("utf-8", errors="replace")
+
+
+@dataclass(frozen=True)
+class Sandboxed:
+    returncode: int | None  # None: killed at the timeout
+    output: str  # stdout and stderr, interleaved as the program wrote them
+    seconds: float
+    timed_out: bool
+
+
+def run_group(
+    args: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], timeout: float
+) -> Sandboxed:
+    """Run ARGS in its own process group with exactly ENV; kill the whole group at TIMEOUT or Ctrl-C."""
+    import signal
+    import time
+
+    start = time.monotonic()
+    proc = subprocess.Popen(
+        [str(a) for a in args], cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+        return Sandboxed(proc.returncode, _text(out), time.monotonic() - start, False)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, signal.SIGKILL)
+        out, _ = proc.communicate()
+        return Sandboxed(None, _text(out), time.monotonic() - start, True)
+    except BaseException:
+        _kill_group(proc, signal.SIGKILL)
+        proc.wait()
+        raise
+
+
+def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)

@@ -1,0 +1,85 @@
+"""Benchmarks reviewers run by hand, and how to read their numbers; base vs patched."""
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer.sandbox import Sandbox
+from reviewer.selftests import TestRef, run_test
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    test: TestRef
+    args: tuple[str, ...]
+    pattern: re.Pattern[str]  # one match per metric: groups `metric` and `value`
+    unit: str
+    lower_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    name: str
+    env: str
+    metric: str
+    unit: str
+    base: float | None
+    patched: float | None
+    ratio: float | None  # patched / base: above 1 is slower when lower is better
+    runs: int
+    spread: float  # the largest relative (max - min) / median on either side
+    note: str = ""
+
+
+_SINGLE = re.compile(r"^\s*(?P<metric>vdso|libc|syscall):\s+\d+ times in (?P<value>[\d.]+) seconds", re.M)
+_MULTI = re.compile(r"^\s*(?P<metric>vdso|libc|syscall):\s+\d+ x \d+ times in (?P<value>[\d.]+) seconds", re.M)
+
+# The vDSO getrandom() benchmarks of tools/testing/selftests/vDSO (25,000,000 calls each in
+# the kernel's version): vdso vs libc vs syscall, the figures reviewers quote on the list.
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark("vdso_test_getrandom bench-single", TestRef("vDSO", "vdso_test_getrandom"), ("bench-single",), _SINGLE, "s"),
+        Benchmark("vdso_test_getrandom bench-multi", TestRef("vDSO", "vdso_test_getrandom"), ("bench-multi",), _MULTI, "s"),
+    )
+}
+
+
+def for_tests(refs: list[TestRef]) -> list[Benchmark]:
+    """The benchmarks whose program is among REFS (or in a chosen directory)."""
+    return [b for b in BENCHMARKS.values() if any(r == b.test or (r.name is None and r.dir == b.test.dir) for r in refs)]
+
+
+def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int) -> Iterator[BenchResult]:
+    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric."""
+    samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
+    notes: list[str] = []
+    for _ in range(runs):
+        for label, wt in trees.items():
+            run = run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args)
+            found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
+            if not found:
+                notes.append(f"{label}: {run.result} {run.reason}".strip())
+            for metric, value in found.items():
+                samples[label].setdefault(metric, []).append(value)
+    metrics = dict.fromkeys(m for side in samples.values() for m in side)
+    for metric in metrics:
+        yield _compare(bench, env, metric, samples.get("base", {}).get(metric, []),
+                       samples.get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes)))
+
+
+def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str) -> BenchResult:
+    b = statistics.median(base) if base else None
+    p = statistics.median(patched) if patched else None
+    ratio = p / b if b and p is not None else None
+    return BenchResult(bench.name, env, metric, bench.unit, b, p, ratio, runs, max(_spread(base), _spread(patched)), note)
+
+
+def _spread(values: list[float]) -> float:
+    if len(values) < 2 or not statistics.median(values):
+        return 0.0
+    return (max(values) - min(values)) / statistics.median(values)

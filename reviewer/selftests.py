@@ -1,0 +1,169 @@
+"""Which kselftests a series makes relevant, and building and running them in a worktree."""
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import ktap
+from reviewer.model import Series
+from reviewer.sandbox import Sandbox, available
+
+SELFTESTS = "tools/testing/selftests"
+DEFAULT_TIMEOUT = 45.0  # the kselftest runner's default; a dir's `settings` file may change it
+_TOUCHED = re.compile(rf"^{SELFTESTS}/(?P<dir>[^/]+)/")
+
+
+@dataclass(frozen=True)
+class TestRef:
+    __test__ = False  # not a pytest class
+    dir: str
+    name: str | None = None  # None: every test the directory builds
+
+    @classmethod
+    def parse(cls, text: str) -> TestRef:
+        d, _, name = text.partition(":")
+        return cls(d.strip().strip("/"), name.strip() or None)
+
+    def __str__(self) -> str:
+        return f"{self.dir}:{self.name}" if self.name else self.dir
+
+
+@dataclass(frozen=True)
+class Chosen:
+    ref: TestRef
+    why: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TestRun:
+    __test__ = False
+    test: str  # "vDSO:vdso_test_getrandom"
+    tree: str  # base | patched
+    env: str  # plain | timens
+    result: ktap.Result
+    seconds: float
+    reason: str = ""
+    log: str = ""
+    subtests: tuple[ktap.TestCase, ...] = ()
+
+
+def choose(series: Series, hints: Iterable[tuple[str, str]], maintainers: str | None) -> list[Chosen]:
+    """The union of the rules' hints, the selftest dirs the series touches, and MAINTAINERS."""
+    why: dict[TestRef, list[str]] = {}
+    for test, reason in hints:
+        why.setdefault(TestRef.parse(test), []).append(reason)
+    paths = sorted({f.path for p in series.patches for f in p.files})
+    for path in paths:
+        if m := _TOUCHED.match(path):
+            why.setdefault(TestRef(m["dir"]), []).append(f"the series touches {path}")
+    if maintainers:
+        for section, test_dir, path in _maintainers_dirs(maintainers, paths):
+            why.setdefault(TestRef(test_dir), []).append(f"MAINTAINERS {section!r} covers {path} and lists {SELFTESTS}/{test_dir}/")
+    return _merge(why)
+
+
+def _merge(why: dict[TestRef, list[str]]) -> list[Chosen]:
+    """A whole directory already includes its single tests."""
+    whole = {r.dir for r in why if r.name is None}
+    out = []
+    for ref in sorted(why, key=lambda r: (r.dir, r.name or "")):
+        if ref.name is not None and ref.dir in whole:
+            why[TestRef(ref.dir)] += why[ref]
+            continue
+        out.append(ref)
+    return [Chosen(r, tuple(dict.fromkeys(why[r]))) for r in out]
+
+
+def _maintainers_dirs(text: str, paths: Sequence[str]) -> Iterable[tuple[str, str, str]]:
+    for title, patterns in _sections(text):
+        tests = [m["dir"] for p in patterns if (m := _TOUCHED.match(p.rstrip("*") if p.endswith("/") else p + "/"))]
+        if not tests:
+            continue
+        hit = next((path for path in paths if any(_f_matches(p, path) for p in patterns)), None)
+        if hit is not None and not _TOUCHED.match(hit):
+            for t in dict.fromkeys(tests):
+                yield title, t, hit
+
+
+def _sections(text: str) -> Iterable[tuple[str, list[str]]]:
+    title = ""
+    patterns: list[str] = []
+    for line in text.splitlines():
+        if not line.strip():
+            if patterns:
+                yield title, patterns
+            title, patterns = "", []
+        elif line.startswith("F:"):
+            patterns.append(line[2:].strip())
+        elif not re.match(r"^[A-Z]:", line) and not title:
+            title = line.strip()
+    if patterns:
+        yield title, patterns
+
+
+def _f_matches(pattern: str, path: str) -> bool:
+    """MAINTAINERS F: semantics: `dir/` is recursive, `*` does not cross a slash."""
+    if pattern.endswith("/"):
+        return path.startswith(pattern)
+    regex = fnmatch.translate(pattern).replace(".*", "[^/]*")
+    return re.match(regex, path) is not None or path.startswith(pattern + "/")
+
+
+def timeout_for(wt: Path, test_dir: str) -> float:
+    settings = wt / SELFTESTS / test_dir / "settings"
+    if settings.is_file():
+        for line in settings.read_text(errors="replace").splitlines():
+            if (m := re.match(r"^\s*timeout\s*=\s*(\d+)", line)) and int(m[1]) > 0:
+                return float(m[1])
+    return DEFAULT_TIMEOUT
+
+
+def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900) -> tuple[bool, str]:
+    """`make -C tools/testing/selftests TARGETS=...` in the sandbox; (ok, log)."""
+    jobs = str(os.cpu_count() or 1)
+    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", f"-j{jobs}"], cwd=wt, timeout=timeout)
+    if done.timed_out:
+        return False, done.output + f"\n(build killed after {timeout:g}s)"
+    return done.returncode == 0, done.output
+
+
+def built_tests(wt: Path, test_dir: str) -> list[str]:
+    """The test programs a build left in the directory (ELF executables)."""
+    folder = wt / SELFTESTS / test_dir
+    if not folder.is_dir():
+        return []
+    return sorted(p.name for p in folder.iterdir() if p.is_file() and os.access(p, os.X_OK) and _is_elf(p))
+
+
+def _is_elf(path: Path) -> bool:
+    with path.open("rb") as fh:
+        return fh.read(4) == b"\x7fELF"
+
+
+def run_test(wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = ()) -> TestRun:
+    """Run one built test program; never raises for the test's own failures."""
+    assert ref.name is not None
+    name = f"{ref}" + (f" {' '.join(args)}" if args else "")
+    if (why := available(env)) is not None:
+        return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}")
+    program = wt / SELFTESTS / ref.dir / ref.name
+    if not program.is_file():
+        return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)")
+    limit = timeout_for(wt, ref.dir)
+    done = sandbox.run([f"./{ref.name}", *args], cwd=program.parent, timeout=limit, env_name=env)
+    log = ktap.parse(done.output)
+    if done.timed_out:
+        return TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, f"killed after {limit:g}s", done.output, log.tests)
+    result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(done.returncode or 0, ktap.Result.FAIL)
+    reason = "" if result is ktap.Result.PASS else _reason(done.returncode, log)
+    return TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests)
+
+
+def _reason(rc: int | None, log: ktap.KtapLog) -> str:
+    bad = [t for t in log.tests if t.result not in (ktap.Result.PASS, ktap.Result.XFAIL)]
+    detail = "; ".join(f"{t.result} {t.number} {t.name}" + (f" ({t.reason})" if t.reason else "") for t in bad[:3])
+    return f"exit={rc}" + (f": {detail}" if detail else "")
