@@ -19,6 +19,7 @@ from reviewer.checks import CHECKS
 from reviewer.errors import ApplyError, ConfigError, ReviewerError
 from reviewer.model import ApplyResult, Finding, Level, Review, Series, StageResult, StageStatus
 from reviewer.patchparse import parse_diff
+from reviewer.rules import RULES_DIR, evaluate, load_rules
 
 Progress = Callable[[str], AbstractContextManager[None]]
 
@@ -97,6 +98,8 @@ def _check(run: _Run) -> str:
     assert run.series is not None
     for check in CHECKS.values():
         run.findings.extend(_stamp(check.id, check.level, check.run(run.series)))
+    # Declarative rules stamp their own "<rule>/<requirement>" ids and levels; no base tree yet.
+    run.findings.extend(evaluate(load_rules(RULES_DIR), run.series, None))
     return f"{len(CHECKS)} checks, {len(run.findings)} findings"
 
 

@@ -1,0 +1,267 @@
+"""Evaluate declarative rules against a parsed series: trigger -> captures -> requirements.
+
+A rule triggers on file changes (and commit messages); each distinct set of captures ({arch})
+is checked against every requirement, first in the series, then (or_in_base) in the base tree.
+The engine, not the rule file, stamps the finding's rule id and level.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import reduce
+from pathlib import Path
+from typing import Protocol
+
+from reviewer.model import Change, FileChange, Finding, Level, Line, Patch, Series
+from reviewer.proc import run
+from reviewer.rules.schema import PLACEHOLDER, Condition, Requirement, Rule
+
+Captures = tuple[tuple[str, str], ...]  # sorted (name, value) pairs: hashable, comparable
+
+
+class BaseTree(Protocol):
+    """The tree the series applies to, as far as the rules need it."""
+
+    def paths(self) -> Sequence[str]: ...
+
+    def read(self, path: str) -> str | None: ...
+
+    def is_symlink(self, path: str) -> bool: ...
+
+
+class GitBaseTree:
+    """A commit in a git repository, read with `git ls-tree` and `git show` (nothing is checked out)."""
+
+    def __init__(self, repo: Path, commit: str) -> None:
+        self.repo, self.commit = repo, commit
+        self._modes: dict[str, str] | None = None
+
+    def _tree(self) -> dict[str, str]:
+        if self._modes is None:
+            out = run(["git", "-C", self.repo, "ls-tree", "-r", "-z", "--full-tree", self.commit]).stdout
+            entries = (e.split("\t", 1) for e in out.split("\0") if e)
+            self._modes = {path: meta.split(" ", 1)[0] for meta, path in entries}
+        return self._modes
+
+    def paths(self) -> Sequence[str]:
+        return list(self._tree())
+
+    def read(self, path: str) -> str | None:
+        if path not in self._tree():
+            return None
+        return run(["git", "-C", self.repo, "show", f"{self.commit}:{path}"]).stdout
+
+    def is_symlink(self, path: str) -> bool:
+        return self._tree().get(path) == "120000"
+
+
+@dataclass(frozen=True)
+class Hit:
+    """Where a trigger matched: the captures, the first patch and file, the matched added line."""
+
+    captures: Captures
+    patch: int
+    path: str | None = None
+    line: Line | None = None
+
+
+def evaluate(rules: Sequence[Rule], series: Series, base: BaseTree | None) -> Iterator[Finding]:
+    for rule in rules:
+        if rule.scope == "patch":
+            for patch in series.patches:
+                yield from _evaluate(rule, (patch,), base)
+        else:
+            yield from _evaluate(rule, series.patches, base)
+
+
+def _evaluate(rule: Rule, patches: Sequence[Patch], base: BaseTree | None) -> Iterator[Finding]:
+    for hit in trigger_hits(rule, patches):
+        for req in rule.requires:
+            finding = _verdict(rule, req, hit, patches, base)
+            if finding is not None:
+                yield finding
+
+
+# --- the trigger ---------------------------------------------------------------------------
+
+def trigger_hits(rule: Rule, patches: Sequence[Patch]) -> list[Hit]:
+    """One hit per distinct capture set, the earliest first; none if the rule does not trigger."""
+    pools: list[list[Hit]] = []
+    if rule.any_of:
+        pools.append(sorted((h for c in rule.any_of for h in _condition_hits(c, patches)), key=lambda h: h.patch))
+    pools += [_condition_hits(c, patches) for c in rule.all_of]
+    if not pools or not all(pools):
+        return []
+    distinct: dict[Captures, Hit] = {}
+    for hit in reduce(_join, pools):
+        distinct.setdefault(hit.captures, hit)
+    return list(distinct.values())
+
+
+def _join(left: list[Hit], right: list[Hit]) -> list[Hit]:
+    """all_of: keep the pairs whose shared captures agree; the left hit names the patch."""
+    out = []
+    for a in left:
+        for b in right:
+            mine, theirs = dict(a.captures), dict(b.captures)
+            if all(mine[k] == v for k, v in theirs.items() if k in mine):
+                out.append(Hit(_freeze({**theirs, **mine}), a.patch, a.path, a.line))
+    return out
+
+
+def _condition_hits(cond: Condition, patches: Sequence[Patch]) -> list[Hit]:
+    hits = []
+    for patch in patches:
+        found = cond.message.search(patch.message) if cond.message else None
+        if cond.message and found is None:
+            continue
+        caps = _groups(found)
+        if cond.path is None and cond.added_line is None and cond.removed_line is None and cond.change == "any":
+            hits.append(Hit(_freeze(caps), patch.index))
+            continue
+        hits += [h for fc in patch.files if (h := _file_hit(cond, fc, caps, patch.index)) is not None]
+    return hits
+
+
+def _file_hit(cond: Condition, fc: FileChange, caps: dict[str, str], index: int) -> Hit | None:
+    if cond.change != "any" and fc.change != cond.change:
+        return None
+    caps = dict(caps)
+    if cond.path is not None:
+        if (m := cond.path.fullmatch(fc.path)) is None:
+            return None
+        caps |= _groups(m)
+    line = None
+    for regex, lines in ((cond.added_line, fc.added_lines()), (cond.removed_line, fc.removed_lines())):
+        if regex is None:
+            continue
+        found = next(((ln, m) for ln in lines if (m := regex.search(ln.text))), None)
+        if found is None:
+            return None
+        line = line or found[0]
+        caps |= _groups(found[1])
+    return Hit(_freeze(caps), index, fc.path, line)
+
+
+# --- the requirements ----------------------------------------------------------------------
+
+def _verdict(rule: Rule, req: Requirement, hit: Hit, patches: Sequence[Patch], base: BaseTree | None) -> Finding | None:
+    caps = dict(hit.captures)
+    where = satisfied_at(req, caps, patches)
+    if where is not None and (where <= hit.patch or not req.bisect):
+        return None
+    if req.or_in_base and base is not None and in_base(req, caps, base):
+        return None
+    path = readable(interpolate(req.path, caps, regex=True))
+    if where is not None:
+        text = (f"{req.id} ({path}) is met only in patch {where}, after the patch that needs it ({hit.patch}): "
+                f"the series is not bisectable at {hit.patch}")
+        return _finding(rule, req, hit, Level.WARNING, text, path)
+    message = interpolate(req.message, caps, regex=False)
+    if req.or_in_base and base is None:
+        return _finding(rule, req, hit, Level.INFO, f"unverified: {message} (no kernel tree to check the base against)", path)
+    return _finding(rule, req, hit, req.level or rule.level, message, path)
+
+
+def _finding(rule: Rule, req: Requirement, hit: Hit, level: Level, message: str, path: str) -> Finding:
+    hint = interpolate(req.hint, dict(hit.captures), regex=False) if req.hint else None
+    quote = (f"+{hit.line.text}",) if hit.line is not None and hit.line.kind == "+" else ()
+    return Finding(f"{rule.id}/{req.id}", level, message, hit.patch, path, None, hint, quote)
+
+
+def satisfied_at(req: Requirement, caps: dict[str, str], patches: Sequence[Patch]) -> int | None:
+    """The index of the first patch that meets REQ, or None."""
+    path_re = re.compile(interpolate(req.path, caps, regex=True))
+    if req.file == "present":
+        return _present_at(path_re, patches)
+    line_re = _line_regex(req, caps)
+    for patch in patches:
+        for fc in patch.files:
+            if path_re.fullmatch(fc.path) and _meets(req, fc, line_re):
+                return patch.index
+    return None
+
+
+def _meets(req: Requirement, fc: FileChange, line_re: re.Pattern[str] | None) -> bool:
+    if req.file == "added":
+        return fc.change == Change.ADDED
+    if req.file == "symlink":
+        return fc.change != Change.DELETED and fc.new_mode == "120000"
+    lines = fc.added_lines() if req.added_line is not None else fc.removed_lines()
+    return line_re is not None and any(line_re.search(ln.text) for ln in lines)
+
+
+def _present_at(path_re: re.Pattern[str], patches: Sequence[Patch]) -> int | None:
+    """The first patch that leaves a matching file in place, unless a later patch deletes it again."""
+    first: dict[str, int] = {}
+    for patch in patches:
+        for fc in (f for f in patch.files if path_re.fullmatch(f.path)):
+            if fc.change == Change.DELETED:
+                first.pop(fc.path, None)
+            else:
+                first.setdefault(fc.path, patch.index)
+    return min(first.values(), default=None)
+
+
+def in_base(req: Requirement, caps: dict[str, str], base: BaseTree) -> bool:
+    path_re = re.compile(interpolate(req.path, caps, regex=True))
+    line_re = _line_regex(req, caps)
+    return any(_base_file_meets(req, path, line_re, base) for path in base.paths() if path_re.fullmatch(path))
+
+
+def _base_file_meets(req: Requirement, path: str, line_re: re.Pattern[str] | None, base: BaseTree) -> bool:
+    """In the base an added or present file just has to exist; a required line is looked up in it."""
+    if req.file == "symlink":
+        return base.is_symlink(path)
+    if req.file is not None:
+        return True
+    return line_re is not None and any(line_re.search(ln) for ln in (base.read(path) or "").splitlines())
+
+
+def _line_regex(req: Requirement, caps: dict[str, str]) -> re.Pattern[str] | None:
+    template = req.added_line if req.added_line is not None else req.removed_line
+    return None if template is None else re.compile(interpolate(template, caps, regex=True))
+
+
+# --- templates -----------------------------------------------------------------------------
+
+def interpolate(template: str, caps: dict[str, str], regex: bool) -> str:
+    """Fill {name}: escaped in a regex; a capture the trigger did not set matches any path segment."""
+    def fill(m: re.Match[str]) -> str:
+        value = caps.get(m.group(1))
+        if value is None:
+            return "[^/]*" if regex else m.group(0)
+        return re.escape(value) if regex else value
+
+    return PLACEHOLDER.sub(fill, template)
+
+
+_META = set(".^$*+?{}[]|()")
+
+
+def readable(pattern: str) -> str:
+    """`^arch/x86/Kconfig$` -> `arch/x86/Kconfig`; a pattern that is not a plain path stays as it is."""
+    body = pattern.removeprefix("^")
+    if body.endswith("$") and not body.endswith("\\$"):
+        body = body[:-1]
+    out, i = [], 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\" and i + 1 < len(body) and not body[i + 1].isalnum():
+            out.append(body[i + 1])
+            i += 2
+            continue
+        if char in _META or char == "\\":
+            return body
+        out.append(char)
+        i += 1
+    return "".join(out)
+
+
+def _groups(m: re.Match[str] | None) -> dict[str, str]:
+    return {} if m is None else {k: v for k, v in m.groupdict().items() if v is not None}
+
+
+def _freeze(caps: dict[str, str]) -> Captures:
+    return tuple(sorted(caps.items()))
