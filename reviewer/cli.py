@@ -52,12 +52,16 @@ def main_command(
     repo: Annotated[Path | None, typer.Option("-C", help="Run as if started in PATH (for git ranges).")] = None,
     tree: Annotated[Path | None, typer.Option("--tree", "-t", help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
     base: Annotated[str | None, typer.Option("--base", help="Apply on REF instead of the series' base-commit.")] = None,
+    lore_url: Annotated[str | None, typer.Option("--lore-url", metavar="URL", help="public-inbox archive to fetch Message-IDs from (default: git config reviewer.loreUrl, else https://lore.kernel.org/all/).")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Fetch from lore even if the thread is cached.")] = False,
+    offline: Annotated[bool, typer.Option("--offline", help="Never fetch: use only threads cached by earlier runs.")] = False,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
     cwd = (repo or Path.cwd()).resolve()
     request = Request(target=target, cwd=cwd, revision=revision, debug=debug,
-                      tree=tree.resolve() if tree else None, base=base)
+                      tree=tree.resolve() if tree else None, base=base,
+                      lore_url=lore_url, no_cache=no_cache, offline=offline)
     _finish(*_run(request, fmt, color), fmt=fmt, color=color)
 
 

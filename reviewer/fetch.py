@@ -14,13 +14,17 @@ import hashlib
 import logging
 import mailbox
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import b4
+import b4.mbox
+import liblore
+import requests
 
-from reviewer.errors import InputError
+from reviewer.errors import FetchError, InputError
 from reviewer.model import Cover, Patch, Person, Series, Trailer
 from reviewer.patchparse import split_message
 
@@ -158,3 +162,43 @@ def _followups(lmsg: b4.LoreMessage) -> tuple[Trailer, ...]:
         Trailer(t.name, t.value, "followup", t.lmsg.msgid if t.lmsg is not None else None)
         for t in lmsg.followup_trailers
     )
+
+
+# --- lore threads (the HTTP itself is reviewer/lore.py's) ------------------------------
+
+_ANY_OLDER = list(range(1, 1000))  # get_extra_series(direction=-1) wants the revisions to keep
+
+
+def split_thread(data: bytes) -> list[Message]:
+    """A public-inbox thread mbox (mboxrd) -> messages, deduplicated as b4 does."""
+    with _b4_quiet():
+        return list(b4.split_and_dedupe_pi_results(data))
+
+
+def to_mbox(msgs: list[Message]) -> bytes:
+    """Messages -> mboxrd bytes that split_thread reads back unchanged (for the cache)."""
+    out = []
+    for msg in msgs:
+        raw = re.sub(rb"(?m)^(>*From )", rb">\1", msg.as_bytes(policy=liblore.emlpolicy))
+        out.append(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + raw.rstrip(b"\n") + b"\n\n")
+    return b"".join(out)
+
+
+def with_other_revisions(msgs: list[Message], url: str, session: requests.Session, timeout: float) -> list[Message]:
+    """MSGS plus the newer and older revisions b4 finds by searching URL (change-id, or subject + author).
+
+    A failed search is not fatal: the thread itself is what the user asked for.
+    Raises FetchError only to say the search failed, with MSGS' revisions still usable.
+    """
+    node = liblore.LoreNode(url.rstrip("/"), cache_dir=None, request_timeout=(timeout, timeout))
+    node.set_requests_session(session)
+    saved = b4.LORENODE
+    b4.LORENODE = node
+    try:
+        with _b4_quiet():
+            found = b4.mbox.get_extra_series(list(msgs), direction=1, nocache=True)
+            return list(b4.mbox.get_extra_series(found, direction=-1, wantvers=_ANY_OLDER, nocache=True))
+    except (liblore.LibloreError, requests.RequestException, OSError, EOFError, zlib.error, InputError) as exc:
+        raise FetchError(f"{url}: the search for other revisions failed: {exc}") from exc
+    finally:
+        b4.LORENODE = saved

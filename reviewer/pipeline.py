@@ -32,6 +32,9 @@ class Request:
     debug: bool = False
     tree: Path | None = None  # the user's kernel git tree, for the apply stage
     base: str | None = None  # --base REF overrides the series' base-commit
+    lore_url: str | None = None  # --lore-url: the public-inbox archive to fetch Message-IDs from
+    no_cache: bool = False  # --no-cache: refetch even a freshly cached thread
+    offline: bool = False  # --offline: only the thread cache, never the network
 
 
 @dataclass
@@ -79,7 +82,8 @@ def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | N
 
 def _load(run: _Run, request: Request) -> str:
     target = targets.classify(request.target, request.cwd)
-    run.series = targets.load(target, request.cwd, request.revision, request.debug)
+    remote = targets.Remote(request.lore_url, request.no_cache, request.offline)
+    run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
     s = run.series
     return f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches"
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import git
 
-from reviewer import fetch, msgid
-from reviewer.errors import FetchError, InputError
+from reviewer import cache, fetch, lore, msgid
+from reviewer.errors import ConfigError, FetchError, InputError
 from reviewer.model import Series
 from reviewer.proc import run
 
@@ -54,14 +54,24 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text and not text.startswith(("origin/", "refs/")) or text.endswith((".mbox", ".patch", ".eml", ".mbx"))
 
 
-def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False) -> Series:
+@dataclass(frozen=True)
+class Remote:
+    """How to reach lore for a Message-ID target (the CLI's --lore-url, --no-cache, --offline)."""
+
+    lore_url: str | None = None
+    no_cache: bool = False
+    offline: bool = False
+
+
+def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False, remote: Remote | None = None) -> Series:
     """Read the messages TARGET names and build the series from them."""
     if target.kind is Kind.MSGID:
         assert target.ref is not None
-        raise FetchError(
-            f"{target.text}: fetching Message-ID {target.ref.msgid!r} from lore is not available yet",
-            "save the thread as an mbox (for example with `b4 mbox ID`) and run `review FILE`",
-        )
+        msgs = _fetch(target.ref, cwd, remote or Remote())
+        series = fetch.build_series(msgs, target.text, revision, debug)
+        if series.revisions and series.version < max(series.revisions):
+            lore.note(f"note: a newer revision of this series exists (v{max(series.revisions)}); reviewing v{series.version} as asked")
+        return series
     if target.kind is Kind.RANGE:
         msgs, base = range_messages(cwd, target.text)
         series = fetch.build_series(msgs, target.text, revision, debug)
@@ -70,6 +80,43 @@ def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = F
     if not msgs:
         raise InputError(f"{target.text}: empty input, no mail in it", "give an mbox or format-patch output holding a patch series")
     return fetch.build_series(msgs, target.text, revision, debug)
+
+
+def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
+    """The thread of REF, from the cache when fresh (or --offline), else from lore (then cached)."""
+    if remote.offline:
+        return fetch.split_thread(_offline(ref))
+    server = lore.Server(lore.base_url(ref, remote.lore_url, cwd))
+    full = lore.resolve(server, ref.msgid) if ref.truncated else ref.msgid
+    cached = None if remote.no_cache else cache.read(full, _fresh_seconds(cwd))
+    if cached is not None:
+        return fetch.split_thread(cached)
+    msgs = fetch.split_thread(server.thread_mbox(full))
+    try:
+        msgs = fetch.with_other_revisions(msgs, server.url, server.session, server.policy.timeout)
+    except FetchError as exc:
+        lore.note(f"warning: {exc.message}")
+    cache.write(full, fetch.to_mbox(msgs))
+    return msgs
+
+
+def _offline(ref: msgid.MsgRef) -> bytes:
+    hint = "run once without --offline to fetch and cache it"
+    ids = cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+    if len(ids) > 1:
+        raise FetchError(f"{ref.msgid!r} is ambiguous: {len(ids)} cached series match: {', '.join(ids)}", "give more of the Message-ID")
+    data = cache.read(ids[0], max_age=None) if ids else None
+    if data is None:
+        raise FetchError(f"<{ref.msgid}> is not in the cache ({cache.directory()}) and --offline forbids fetching it", hint)
+    return data
+
+
+def _fresh_seconds(cwd: Path) -> float:
+    minutes = run(["git", "config", "--get", "reviewer.cacheMinutes"], cwd=cwd, check=False, timeout=10).stdout.strip()
+    try:
+        return float(minutes) * 60 if minutes else cache.FRESH_SECONDS
+    except ValueError:
+        raise ConfigError(f"git config reviewer.cacheMinutes: {minutes!r} is not a number", "set it to a number of minutes, e.g. 10") from None
 
 
 def _read(target: Target) -> list[fetch.Message]:

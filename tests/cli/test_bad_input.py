@@ -55,9 +55,12 @@ def test_missing_revision(tmp_path: Path) -> None:
     result.assert_one_line_error(ExitStatus.FETCH, "there is no v7 of this series (found v3, v4)")
 
 
-def test_message_id_without_fetch_stage(tmp_path: Path) -> None:
-    result = review("20240816110717.10249-1-xry111", cwd=tmp_path, tmp=tmp_path / "tmp")
-    result.assert_one_line_error(ExitStatus.FETCH, "'20240816110717.10249-1-xry111'")
+def test_message_id_when_lore_is_unreachable(tmp_path: Path) -> None:
+    # Never the real lore from a test: a closed loopback port (tests/fetch/ has a real server).
+    result = review("20240816110717.10249-1-xry111", "--lore-url", "http://127.0.0.1:9/all/", cwd=tmp_path, tmp=tmp_path / "tmp")
+    result.assert_one_line_error(ExitStatus.FETCH, "http://127.0.0.1:9/all/20240816110717.10249-1-xry111/: cannot connect")
+    result = review("20240816110717.10249-1-xry111", "--offline", cwd=tmp_path, tmp=tmp_path / "tmp")
+    result.assert_one_line_error(ExitStatus.FETCH, "<20240816110717.10249-1-xry111> is not in the cache")
 
 
 def test_usage_error_is_exit_2(tmp_path: Path) -> None:
