@@ -7,11 +7,12 @@ The engine, not the rule file, stamps the finding's rule id and level.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import reduce
+from itertools import product
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 from reviewer.model import Change, FileChange, Finding, Level, Line, Patch, Series
 from reviewer.proc import run
@@ -30,12 +31,21 @@ class BaseTree(Protocol):
     def is_symlink(self, path: str) -> bool: ...
 
 
+@runtime_checkable
+class Searchable(Protocol):
+    """A base tree that can list the files containing a fixed string quickly (a real kernel has 90,000 files)."""
+
+    def files_containing(self, literal: str) -> frozenset[str]: ...
+
+
 class GitBaseTree:
     """A commit in a git repository, read with `git ls-tree` and `git show` (nothing is checked out)."""
 
     def __init__(self, repo: Path, commit: str) -> None:
         self.repo, self.commit = repo, commit
         self._modes: dict[str, str] | None = None
+        self._texts: dict[str, str | None] = {}
+        self._greps: dict[str, frozenset[str]] = {}
 
     def _tree(self) -> dict[str, str]:
         if self._modes is None:
@@ -48,12 +58,26 @@ class GitBaseTree:
         return list(self._tree())
 
     def read(self, path: str) -> str | None:
-        if path not in self._tree():
-            return None
-        return run(["git", "-C", self.repo, "show", f"{self.commit}:{path}"]).stdout
+        if path not in self._texts:
+            found = path in self._tree()
+            self._texts[path] = run(["git", "-C", self.repo, "show", f"{self.commit}:{path}"]).stdout if found else None
+        return self._texts[path]
 
     def is_symlink(self, path: str) -> bool:
         return self._tree().get(path) == "120000"
+
+    def files_containing(self, literal: str) -> frozenset[str]:
+        """`git grep -l -F`: the paths whose text contains LITERAL (exit 1 means none)."""
+        if literal not in self._greps:
+            out = run(["git", "-C", self.repo, "grep", "-l", "-z", "-F", "-e", literal, self.commit], check=False).stdout
+            prefix = f"{self.commit}:"
+            self._greps[literal] = frozenset(p.removeprefix(prefix) for p in out.split("\0") if p)
+        return self._greps[literal]
+
+    def commit_subject(self, rev: str) -> str | None:
+        """The subject of REV if the repository has that commit (for Fixes: tags), else None."""
+        done = run(["git", "-C", self.repo, "log", "-1", "--format=%s", f"{rev}^{{commit}}", "--"], check=False)
+        return done.stdout.strip() if done.returncode == 0 else None
 
 
 @dataclass(frozen=True)
@@ -67,6 +91,7 @@ class Hit:
 
 
 def evaluate(rules: Sequence[Rule], series: Series, base: BaseTree | None) -> Iterator[Finding]:
+    _TEXTS.clear()
     for rule in rules:
         if rule.scope == "patch":
             for patch in series.patches:
@@ -120,28 +145,30 @@ def _condition_hits(cond: Condition, patches: Sequence[Patch]) -> list[Hit]:
         if cond.path is None and cond.added_line is None and cond.removed_line is None and cond.change == "any":
             hits.append(Hit(_freeze(caps), patch.index))
             continue
-        hits += [h for fc in patch.files if (h := _file_hit(cond, fc, caps, patch.index)) is not None]
+        hits += [h for fc in patch.files for h in _file_hits(cond, fc, caps, patch.index)]
     return hits
 
 
-def _file_hit(cond: Condition, fc: FileChange, caps: dict[str, str], index: int) -> Hit | None:
+def _file_hits(cond: Condition, fc: FileChange, caps: dict[str, str], index: int) -> list[Hit]:
     if cond.change != "any" and fc.change != cond.change:
-        return None
+        return []
     caps = dict(caps)
     if cond.path is not None:
         if (m := cond.path.fullmatch(fc.path)) is None:
-            return None
+            return []
         caps |= _groups(m)
-    line = None
+    pools: list[list[tuple[Line, re.Match[str]]]] = []
     for regex, lines in ((cond.added_line, fc.added_lines()), (cond.removed_line, fc.removed_lines())):
-        if regex is None:
-            continue
-        found = next(((ln, m) for ln in lines if (m := regex.search(ln.text))), None)
-        if found is None:
-            return None
-        line = line or found[0]
-        caps |= _groups(found[1])
-    return Hit(_freeze(caps), index, fc.path, line)
+        if regex is not None:
+            pools.append([(ln, m) for ln in lines if (m := regex.search(ln.text))])
+    hits = []
+    # Every matching line counts, so a table that gains two syscalls yields two capture sets.
+    for combo in product(*pools):
+        joined = dict(caps)
+        for _, m in combo:
+            joined |= _groups(m)
+        hits.append(Hit(_freeze(joined), index, fc.path, combo[0][0] if combo else None))
+    return hits
 
 
 # --- the requirements ----------------------------------------------------------------------
@@ -176,11 +203,24 @@ def satisfied_at(req: Requirement, caps: dict[str, str], patches: Sequence[Patch
     if req.file == "present":
         return _present_at(path_re, patches)
     line_re = _line_regex(req, caps)
+    literal = _literal(req, caps)
     for patch in patches:
         for fc in patch.files:
+            if literal is not None and literal not in _added_text(fc):
+                continue  # cheap: a 500-patch series has thousands of files per requirement
             if path_re.fullmatch(fc.path) and _meets(req, fc, line_re):
                 return patch.index
     return None
+
+
+_TEXTS: dict[int, tuple[FileChange, str]] = {}  # id -> (the change, kept alive; its added lines joined)
+
+
+def _added_text(fc: FileChange) -> str:
+    entry = _TEXTS.get(id(fc))
+    if entry is None or entry[0] is not fc:
+        entry = _TEXTS[id(fc)] = (fc, "\n".join(ln.text for ln in fc.added_lines()))
+    return entry[1]
 
 
 def _meets(req: Requirement, fc: FileChange, line_re: re.Pattern[str] | None) -> bool:
@@ -207,7 +247,20 @@ def _present_at(path_re: re.Pattern[str], patches: Sequence[Patch]) -> int | Non
 def in_base(req: Requirement, caps: dict[str, str], base: BaseTree) -> bool:
     path_re = re.compile(interpolate(req.path, caps, regex=True))
     line_re = _line_regex(req, caps)
-    return any(_base_file_meets(req, path, line_re, base) for path in base.paths() if path_re.fullmatch(path))
+    paths: Iterable[str] = base.paths()
+    literal = _literal(req, caps)
+    if literal and isinstance(base, Searchable):
+        # A captured value that the line must contain: let git grep pick the few candidate files.
+        paths = sorted(base.files_containing(literal))
+    return any(_base_file_meets(req, path, line_re, base) for path in paths if path_re.fullmatch(path))
+
+
+def _literal(req: Requirement, caps: dict[str, str]) -> str | None:
+    """The longest capture value the required line must contain verbatim, if any."""
+    if req.added_line is None:
+        return None
+    values = [caps[name] for name in PLACEHOLDER.findall(req.added_line) if caps.get(name)]
+    return max(values, key=len, default=None)
 
 
 def _base_file_meets(req: Requirement, path: str, line_re: re.Pattern[str] | None, base: BaseTree) -> bool:

@@ -1,0 +1,31 @@
+"""A patch subject starts with a subsystem prefix (`subsys: `) and is at most 75 characters.
+
+Why: maintainers and `git log --oneline` readers find patches by prefix, and the summary
+line should be short (Documentation/process/submitting-patches.rst, "The canonical patch
+format": "no more than 70-75 characters"). A long subject is only an info: many accepted
+subjects are longer, but a missing prefix is a warning.
+PASS: `mm/dmapool: Refuse to create zero-sized pools`.
+FAIL: `Refuse to create zero-sized pools` (prefix); an 80-character summary (length, info).
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from reviewer.model import Finding, Level, Series
+
+ID = "subject-format"
+LEVEL = Level.WARNING
+LEVELS = {"length": Level.INFO}
+MAX = 75
+PREFIX = re.compile(r"^[\w][\w./+,-]*(?: [\w./+-]+)?: \S")
+
+
+def check(series: Series) -> Iterator[Finding]:
+    for patch in series.patches:
+        if not PREFIX.match(patch.subject):
+            yield Finding("prefix", LEVEL, f"subject `{patch.subject}` has no subsystem prefix", patch.index,
+                          hint="start with the prefix `git log --oneline -- <file>` shows, e.g. `mm/dmapool: `")
+        if len(patch.subject) > MAX:
+            yield Finding("length", LEVEL, f"subject is {len(patch.subject)} characters (at most {MAX})", patch.index,
+                          hint="shorten the summary; details belong in the body")
