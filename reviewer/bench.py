@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from reviewer.model import BenchResult
 from reviewer.sandbox import Sandbox
 from reviewer.selftests import TestRef, run_test
 
@@ -19,20 +20,6 @@ class Benchmark:
     pattern: re.Pattern[str]  # one match per metric: groups `metric` and `value`
     unit: str
     lower_is_better: bool = True
-
-
-@dataclass(frozen=True)
-class BenchResult:
-    name: str
-    env: str
-    metric: str
-    unit: str
-    base: float | None
-    patched: float | None
-    ratio: float | None  # patched / base: above 1 is slower when lower is better
-    runs: int
-    spread: float  # the largest relative (max - min) / median on either side
-    note: str = ""
 
 
 _SINGLE = re.compile(r"^\s*(?P<metric>vdso|libc|syscall):\s+\d+ times in (?P<value>[\d.]+) seconds", re.M)

@@ -16,14 +16,16 @@ import typer
 from rich.console import Console
 
 from reviewer import demo as demo_mod
-from reviewer.errors import ApplyError, ExitStatus, ReviewerError, SelftestError
+from reviewer import rulesdoc
+from reviewer.errors import ApplyError, ExitStatus, ReviewerError, SelftestError, UsageError
 from reviewer.model import Review
 from reviewer.pipeline import Request, review
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.sandbox import ENVS
 
-SUBCOMMANDS = {"demo"}
-EPILOG = "Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series."
+SUBCOMMANDS = {"demo", "rules"}
+EPILOG = "Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series; `review rules` documents the rules."
 
 
 class Format(StrEnum):
@@ -55,20 +57,65 @@ def main_command(
     lore_url: Annotated[str | None, typer.Option("--lore-url", metavar="URL", help="public-inbox archive to fetch Message-IDs from (default: git config reviewer.loreUrl, else https://lore.kernel.org/all/).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Fetch from lore even if the thread is cached.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never fetch: use only threads cached by earlier runs.")] = False,
+    run_tests: Annotated[bool, typer.Option("--run-tests", help="Build and run the relevant selftests and benchmarks on base and patched (runs code from the series, sandboxed).")] = False,
+    tests: Annotated[str | None, typer.Option("--tests", metavar="LIST", help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens (implies --run-tests).")] = None,
+    no_tests: Annotated[bool, typer.Option("--no-tests", help="Do not choose or run selftests.")] = False,
+    env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
+    bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, help="Runs per benchmark and tree (the median is reported).")] = 3,
+    slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
+    test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
     cwd = (repo or Path.cwd()).resolve()
     request = Request(target=target, cwd=cwd, revision=revision, debug=debug,
                       tree=tree.resolve() if tree else None, base=base,
-                      lore_url=lore_url, no_cache=no_cache, offline=offline)
+                      lore_url=lore_url, no_cache=no_cache, offline=offline,
+                      run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
+                      envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than,
+                      test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []))
     _finish(*_run(request, fmt, color), fmt=fmt, color=color)
+
+
+def _list(text: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in text.split(",") if t.strip())
+
+
+def _envs(text: str) -> tuple[str, ...]:
+    envs = _list(text)
+    unknown = [e for e in envs if e not in ENVS]
+    if unknown or not envs:
+        raise UsageError(f"--env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(ENVS)}")
+    return envs
+
+
+def _pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
+    bad = [i for i in items if "=" not in i or not i.split("=", 1)[0]]
+    if bad:
+        raise UsageError(f"--test-env {bad[0]!r}: expected KEY=VALUE", "for example --test-env VDSO_BENCH_CALLS=1000000")
+    return tuple((k, v) for k, _, v in (i.partition("=") for i in items))
+
+
+@sub_app.command("rules", help="List the rules and checks with their documentation, or validate a rules directory.")
+def rules_command(
+    check: Annotated[Path | None, typer.Option("--check", metavar="DIR", help="Validate the rule files in DIR and exit.")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also list the rules in DIR.")] = None,
+) -> None:
+    if check is not None:
+        for line in rulesdoc.check_rules_dir(check):
+            print(line)
+        return
+    sys.stdout.write(rulesdoc.list_rules(rules or []))
 
 
 @sub_app.command("demo", help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
 def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     with demo_mod.prepared() as (mbox, tree):
-        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree)
+        # The bundled series is ours, so its selftests run; the benchmark is shortened (the
+        # kernel's makes 25,000,000 calls per figure).
+        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree, run_tests=True,
+                          envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
         result, error = _run(request, fmt, color)
     _finish(result, error, fmt=fmt, color=color)
 

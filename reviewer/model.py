@@ -5,6 +5,8 @@ import datetime as dt
 from dataclasses import dataclass
 from enum import StrEnum
 
+from reviewer.ktap import Result, TestCase
+
 
 class Level(StrEnum):
     ERROR = "error"
@@ -199,11 +201,47 @@ class ApplyResult:
 
 
 @dataclass(frozen=True)
+class ChosenTest:
+    test: str  # "vDSO" (the whole directory) or "vDSO:vdso_test_getrandom"
+    why: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TestRun:
+    __test__ = False  # not a pytest class
+    test: str  # "vDSO:vdso_test_getrandom"
+    tree: str  # base | patched
+    env: str  # plain | timens ("-" for a build)
+    result: Result
+    seconds: float
+    reason: str = ""
+    log: str = ""
+    subtests: tuple[TestCase, ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    name: str
+    env: str
+    metric: str
+    unit: str
+    base: float | None
+    patched: float | None
+    ratio: float | None  # patched / base: above 1 is slower when lower is better
+    runs: int
+    spread: float  # the largest relative (max - min) / median on either side
+    note: str = ""
+
+
+@dataclass(frozen=True)
 class Review:
     series: Series | None
     findings: tuple[Finding, ...] = ()
     stages: tuple[StageResult, ...] = ()
     apply: ApplyResult | None = None
+    chosen: tuple[ChosenTest, ...] = ()
+    selftests: tuple[TestRun, ...] = ()
+    benchmarks: tuple[BenchResult, ...] = ()
 
     @property
     def errors(self) -> int:

@@ -1,25 +1,41 @@
 """review(request) -> Review: run the stages in order; a failed stage stops the later ones.
 
 Stages: load (read the input, thread it with b4) -> parse (diffs with unidiff) ->
-check (rules and checks) -> apply -> selftests. Each stage is timed and recorded; an error
-in a stage is recorded as that stage's failure and returned with what was learned before it.
+check (rules and checks) -> apply (isolated worktree) -> selftests (base vs patched).
+Rules are loaded and validated before anything is fetched. Each stage is timed and
+recorded; an error in a stage is recorded as that stage's failure and returned with what
+was learned before it. Worktrees live until the last stage ends, and are always removed.
 """
 from __future__ import annotations
 
 import contextlib
+import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reviewer import config, selftest_stage, worktree
 from reviewer import target as targets
-from reviewer import worktree
-from reviewer.checks import CHECKS
-from reviewer.errors import ApplyError, ConfigError, ReviewerError
-from reviewer.model import ApplyResult, Finding, Level, Review, Series, StageResult, StageStatus
+from reviewer.checks import CHECKS, run_checks
+from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
+from reviewer.model import (
+    ApplyResult,
+    BenchResult,
+    ChosenTest,
+    Finding,
+    Level,
+    Review,
+    Series,
+    StageResult,
+    StageStatus,
+    TestRun,
+)
 from reviewer.patchparse import parse_diff
-from reviewer.rules import RULES_DIR, evaluate, load_rules
+from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
+from reviewer.rules.engine import trigger_hits
+from reviewer.selftests import Chosen, TestRef, choose
 
 Progress = Callable[[str], AbstractContextManager[None]]
 
@@ -35,37 +51,67 @@ class Request:
     lore_url: str | None = None  # --lore-url: the public-inbox archive to fetch Message-IDs from
     no_cache: bool = False  # --no-cache: refetch even a freshly cached thread
     offline: bool = False  # --offline: only the thread cache, never the network
+    run_tests: bool = False  # build and run the relevant selftests (code from the series!)
+    tests: tuple[str, ...] | None = None  # --tests: exactly these (implies run_tests)
+    no_tests: bool = False  # --no-tests: do not even list them
+    envs: tuple[str, ...] = ("plain",)
+    bench_runs: int = 3
+    slower_than: float = 1.25
+    test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
+    rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
 
 
 @dataclass
 class _Run:
+    stack: ExitStack
+    config: config.Config = field(default_factory=config.Config)
+    rules: list[Rule] = field(default_factory=list)
     series: Series | None = None
     findings: list[Finding] = field(default_factory=list)
     stages: list[StageResult] = field(default_factory=list)
+    base: tuple[str, str] | None = None  # (commit, where it came from)
+    patched: Path | None = None  # the worktree with the series applied
     apply: ApplyResult | None = None
+    chosen: list[Chosen] = field(default_factory=list)
+    selftests: tuple[TestRun, ...] = ()
+    benchmarks: tuple[BenchResult, ...] = ()
 
     def review(self) -> Review:
-        return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply)
+        chosen = tuple(ChosenTest(str(c.ref), c.why) for c in self.chosen)
+        return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply, chosen, self.selftests, self.benchmarks)
 
 
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
     """Run every stage; return the review and the error that stopped it, if any."""
-    run = _Run()
-    steps: list[tuple[str, Callable[[], str]]] = [
-        ("load", lambda: _load(run, request)),
-        ("parse", lambda: _parse(run)),
-        ("check", lambda: _check(run)),
-    ]
-    if request.tree is not None:
-        steps.append(("apply", lambda: _apply(run, request)))
-    for name, step in steps:
-        error = _stage(run, name, step, progress)
-        if error is not None:
-            return run.review(), error
-    if request.tree is None:
-        run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
-    run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "the selftest stage is not built yet"))
-    return run.review(), None
+    with ExitStack() as stack:
+        run = _Run(stack)
+        try:
+            _configure(run, request)
+        except ConfigError as exc:
+            return run.review(), exc
+        steps: list[tuple[str, Callable[[], str]]] = [
+            ("load", lambda: _load(run, request)),
+            ("parse", lambda: _parse(run)),
+            ("check", lambda: _check(run, request)),
+        ]
+        if request.tree is not None:
+            steps += [("apply", lambda: _apply(run, request)), ("selftests", lambda: _selftests(run, request))]
+        for name, step in steps:
+            error = _stage(run, name, step, progress)
+            if error is not None:
+                return run.review(), error
+        if request.tree is None:
+            run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
+            run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
+        return run.review(), None
+
+
+def _configure(run: _Run, request: Request) -> None:
+    """Config and rule files are validated before anything is fetched or touched."""
+    run.config = config.load(request.cwd, request.tree)
+    for folder in (RULES_DIR, *run.config.rule_dirs, *request.rules_dirs):
+        run.rules += load_rules(Path(folder))
+    config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS])
 
 
 def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | None) -> ReviewerError | None:
@@ -76,7 +122,8 @@ def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | N
         except ReviewerError as exc:
             run.stages.append(StageResult(name, StageStatus.FAILED, time.perf_counter() - start, exc.message))
             return exc
-    run.stages.append(StageResult(name, StageStatus.OK, time.perf_counter() - start, detail))
+    status = StageStatus.SKIPPED if detail.startswith("skipped: ") else StageStatus.OK
+    run.stages.append(StageResult(name, status, time.perf_counter() - start, detail.removeprefix("skipped: ")))
     return None
 
 
@@ -98,37 +145,71 @@ def _parse(run: _Run) -> str:
     return f"{files} files, +{run.series.added} -{run.series.removed}"
 
 
-def _check(run: _Run) -> str:
+def _check(run: _Run, request: Request) -> str:
     assert run.series is not None
-    for check in CHECKS.values():
-        run.findings.extend(_stamp(check.id, check.level, check.run(run.series)))
-    # Declarative rules stamp their own "<rule>/<requirement>" ids and levels; no base tree yet.
-    run.findings.extend(evaluate(load_rules(RULES_DIR), run.series, None))
-    return f"{len(CHECKS)} checks, {len(run.findings)} findings"
+    base = None
+    if request.tree is not None:
+        if not worktree.is_git_tree(request.tree):
+            raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
+        run.base = worktree.choose_base(request.tree, run.series, request.base)
+        base = GitBaseTree(request.tree, run.base[0])
+    found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
+    run.findings.extend(config.apply(run.config, found))
+    return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings"
 
 
 def _apply(run: _Run, request: Request) -> str:
-    assert run.series is not None and request.tree is not None
-    tree = request.tree
-    if not worktree.is_git_tree(tree):
-        raise ConfigError(f"--tree {tree}: not a git repository", "point --tree at a kernel git checkout")
-    base, source = worktree.choose_base(tree, run.series, request.base)
+    assert run.series is not None and request.tree is not None and run.base is not None
+    base, source = run.base
     if source == "head":
         why = f"base-commit {run.series.base_commit} is not in the tree" if run.series.base_commit else "the series names no base-commit"
         run.findings.append(Finding("apply-base", Level.WARNING, f"{why}; applied to HEAD ({base[:12]})",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
-    with worktree.isolated(tree, base) as wt:
-        results = worktree.apply_series(wt, run.series)
+    run.patched = run.stack.enter_context(worktree.isolated(request.tree, base, _touched(run.series)))
+    results = worktree.apply_series(run.patched, run.series)
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
     if failed is not None:
-        total = run.series.total
-        raise ApplyError(f"patch {failed.index}/{total} does not apply to {base[:12]}: {failed.detail}",
+        raise ApplyError(f"patch {failed.index}/{run.series.total} does not apply to {base[:12]}: {failed.detail}",
                          "check the base with --base REF; the tree was left untouched")
     return f"{len(results)} patches applied to {base[:12]} ({source})"
 
 
-def _stamp(rule: str, level: Level, found: Iterator[Finding]) -> Iterator[Finding]:
-    """The engine, not the check, owns the rule id and the level."""
-    for finding in found:
-        yield replace(finding, rule=rule, level=level)
+def _touched(series: Series) -> list[str]:
+    return sorted({p for patch in series.patches for f in patch.files for p in (f.path, f.old_path) if p})
+
+
+def _selftests(run: _Run, request: Request) -> str:
+    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
+    if request.no_tests:
+        return "skipped: --no-tests"
+    run.chosen = _choose(run, request)
+    if not run.chosen:
+        return "skipped: no selftest is relevant to this series"
+    names = ", ".join(str(c.ref) for c in run.chosen)
+    if not (request.run_tests or request.tests):
+        return f"skipped: would run {names}; pass --run-tests to build and run code from the series"
+    outcome = _run_tests(run, request)
+    run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
+    run.findings.extend(outcome.findings)
+    if outcome.regressions:
+        raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
+                            "see the selftests section of the report for the logs")
+    return f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures"
+
+
+def _choose(run: _Run, request: Request) -> list[Chosen]:
+    assert run.series is not None and run.base is not None and request.tree is not None
+    if request.tests:
+        return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.tests]
+    hints = [(t, f"rule {r.id}") for r in run.rules if r.selftests and trigger_hits(r, run.series.patches) for t in r.selftests]
+    maintainers = GitBaseTree(request.tree, run.base[0]).read("MAINTAINERS")
+    return choose(run.series, hints, maintainers)
+
+
+def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
+    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
+    base_wt = run.stack.enter_context(worktree.isolated(request.tree, run.base[0], _touched(run.series)))
+    scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
+    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than, dict(request.test_env))
+    return selftest_stage.run(plan, {"base": base_wt, "patched": run.patched}, scratch)

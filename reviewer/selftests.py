@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.model import Series
+from reviewer.model import Series, TestRun
 from reviewer.sandbox import Sandbox, available
 
 SELFTESTS = "tools/testing/selftests"
@@ -36,19 +36,6 @@ class TestRef:
 class Chosen:
     ref: TestRef
     why: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class TestRun:
-    __test__ = False
-    test: str  # "vDSO:vdso_test_getrandom"
-    tree: str  # base | patched
-    env: str  # plain | timens
-    result: ktap.Result
-    seconds: float
-    reason: str = ""
-    log: str = ""
-    subtests: tuple[ktap.TestCase, ...] = ()
 
 
 def choose(series: Series, hints: Iterable[tuple[str, str]], maintainers: str | None) -> list[Chosen]:

@@ -47,18 +47,42 @@ def _commit(tree: Path, rev: str, what: str) -> str:
     return git(tree, "rev-parse", f"{rev}^{{commit}}").strip()
 
 
+# Trees with more files than this get a sparse checkout: on a full kernel tree (~87,000
+# files) a plain `git worktree add` takes ~15 s here, a sparse one ~6 s.
+SPARSE_ABOVE = 20_000
+ALWAYS = ("/*", "!/*/", "/include/", "/scripts/", "/tools/", "/usr/", "/arch/x86/")
+
+
+def sparse_patterns(paths: list[str]) -> list[str]:
+    """What to check out: top-level files, the build essentials and the touched directories."""
+    dirs = {"/" + p.rsplit("/", 1)[0] + "/" for p in paths if "/" in p}
+    return [*ALWAYS, *sorted(dirs)]
+
+
 @contextlib.contextmanager
-def isolated(tree: Path, base: str) -> Iterator[Path]:
-    """A detached worktree of TREE at BASE in a temporary directory; always removed."""
+def isolated(tree: Path, base: str, touched: list[str] | None = None) -> Iterator[Path]:
+    """A detached worktree of TREE at BASE in a temporary directory; always removed.
+
+    On a large tree only what the apply and the selftests need is checked out (sparse).
+    """
     scratch = Path(tempfile.mkdtemp(prefix="reviewer-wt-"))
     wt = scratch / "tree"
     try:
-        git(tree, "worktree", "add", "--detach", "--quiet", str(wt), base)
+        if touched is not None and _file_count(tree, base) > SPARSE_ABOVE:
+            git(tree, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
+            git(wt, "sparse-checkout", "set", "--no-cone", *sparse_patterns(touched))
+            git(wt, "checkout", "--quiet", "--detach", base)
+        else:
+            git(tree, "worktree", "add", "--detach", "--quiet", str(wt), base)
         yield wt
     finally:
         run(["git", "-C", str(tree), "worktree", "remove", "--force", str(wt)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
         run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+
+
+def _file_count(tree: Path, rev: str) -> int:
+    return git(tree, "ls-tree", "-r", "--name-only", rev).count("\n")
 
 
 def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:

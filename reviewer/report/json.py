@@ -6,6 +6,7 @@ from typing import Any
 
 from reviewer.model import (
     ApplyResult,
+    BenchResult,
     FileChange,
     Finding,
     Patch,
@@ -13,6 +14,7 @@ from reviewer.model import (
     Review,
     Series,
     StageResult,
+    TestRun,
     Trailer,
 )
 
@@ -28,6 +30,9 @@ def document(review: Review) -> dict[str, Any]:
         "findings": [_finding(f) for f in review.findings],
         "stages": [_stage(st) for st in review.stages],
         "apply": _apply(review.apply) if review.apply else None,
+        "selftests_chosen": [{"test": c.test, "why": list(c.why)} for c in review.chosen],
+        "selftests": [_run(r) for r in review.selftests],
+        "benchmarks": [_bench(b) for b in review.benchmarks],
     }
 
 
@@ -110,6 +115,26 @@ def _apply(a: ApplyResult) -> dict[str, Any]:
         "base": a.base,
         "base_source": a.base_source,
         "patches": [{"index": p.index, "status": p.status, "detail": p.detail} for p in a.patches],
+    }
+
+
+def _run(r: TestRun) -> dict[str, Any]:
+    return {
+        "name": r.test,
+        "tree": r.tree,
+        "env": r.env,
+        "result": str(r.result),
+        "seconds": round(r.seconds, 3),
+        "reason": r.reason,
+        "subtests": [{"number": t.number, "name": t.name, "result": str(t.result), "reason": t.reason} for t in r.subtests],
+        "log": r.log,
+    }
+
+
+def _bench(b: BenchResult) -> dict[str, Any]:
+    return {
+        "name": b.name, "env": b.env, "metric": b.metric, "unit": b.unit, "base": b.base, "patched": b.patched,
+        "ratio": round(b.ratio, 3) if b.ratio is not None else None, "runs": b.runs, "spread": round(b.spread, 3), "note": b.note,
     }
 
 

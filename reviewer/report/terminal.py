@@ -8,7 +8,8 @@ from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from reviewer.model import Finding, Level, Review, Series, StageStatus
+from reviewer.ktap import Result
+from reviewer.model import Finding, Level, Review, Series, StageStatus, TestRun
 
 _STYLE = {Level.ERROR: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
 _STAGE_STYLE = {StageStatus.OK: "green", StageStatus.FAILED: "bold red", StageStatus.SKIPPED: "dim"}
@@ -27,6 +28,12 @@ def build(review: Review) -> list[RenderableType]:
     parts += [_findings(review.findings, review.series), Text("")]
     if review.apply is not None:
         parts += [_apply(review), Text("")]
+    if review.chosen:
+        parts += [_chosen(review), Text("")]
+    if review.selftests:
+        parts += [_selftests(review), Text("")]
+    if review.benchmarks:
+        parts += [_benchmarks(review), Text("")]
     parts += [_stages(review)]
     return parts
 
@@ -119,6 +126,52 @@ def _apply(review: Review) -> Text:
         text.append(f"  {p.detail}\n" if p.detail else "\n")
     text.rstrip()
     return text
+
+
+def _chosen(review: Review) -> Text:
+    text = Text("Relevant selftests:\n", style="bold")
+    for c in review.chosen:
+        text.append(f"  {c.test}", style="bold")
+        text.append(f"  ({'; '.join(c.why)})\n")
+    text.rstrip()
+    return text
+
+
+_RESULT_STYLE = {"pass": "green", "skip": "yellow", "xfail": "green", "todo": "yellow"}
+
+
+def _selftests(review: Review) -> Table:
+    table = Table(title="Selftests (base vs patched)", title_justify="left", show_edge=False, header_style="bold")
+    for name in ("Test", "Env", "Base", "Patched", "Reason (patched)"):
+        table.add_column(name)
+    rows: dict[tuple[str, str], dict[str, TestRun]] = {}
+    for r in review.selftests:
+        rows.setdefault((r.test, r.env), {})[r.tree] = r
+    for (test, env), sides in rows.items():
+        cells = [_result(sides.get(t)) for t in ("base", "patched")]
+        reason = (sides.get("patched") or sides.get("base") or TestRun("", "", "", Result.ERROR, 0)).reason
+        table.add_row(test, env, *cells, reason)
+    return table
+
+
+def _result(r: TestRun | None) -> Text:
+    if r is None:
+        return Text("-", style="dim")
+    return Text(f"{r.result} {r.seconds:.2f}s", style=_RESULT_STYLE.get(str(r.result), "bold red"))
+
+
+def _benchmarks(review: Review) -> Table:
+    table = Table(title="Benchmarks (median seconds; ratio = patched / base)", title_justify="left", show_edge=False, header_style="bold")
+    for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread"):
+        table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric") else "right")
+    for b in review.benchmarks:
+        ratio = Text(f"{b.ratio:.2f}x", style="bold red" if b.ratio > 1.25 else "") if b.ratio is not None else Text("-")
+        table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}")
+    return table
+
+
+def _num(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
 
 
 def _stages(review: Review) -> Table:

@@ -150,7 +150,16 @@ def test_demo_command(tmp_path: Path) -> None:
     assert result.rc == ExitStatus.OK, result.stderr
     doc = result.json()
     assert doc["series"]["version"] == 4 and doc["apply"]["base_source"] == "trailer"
-    assert [st["name"] for st in doc["stages"] if st["status"] == "ok"] == ["load", "parse", "check", "apply"]
+    assert [st["name"] for st in doc["stages"] if st["status"] == "ok"] == ["load", "parse", "check", "apply", "selftests"]
+    assert [c["test"] for c in doc["selftests_chosen"]] == ["vDSO"]
+    runs = {(r["name"], r["tree"], r["env"]): r["result"] for r in doc["selftests"]}
+    for test in ("vdso_test_getrandom", "vdso_test_chacha", "vdso_test_gettimeofday"):
+        for tree in ("base", "patched"):
+            for env in ("plain", "timens"):
+                assert runs[(f"vDSO:{test}", tree, env)] == "pass"
+    single = {(b["env"], b["metric"]): b for b in doc["benchmarks"] if b["name"] == "vdso_test_getrandom bench-single"}
+    assert set(single) == {(e, m) for e in ("plain", "timens") for m in ("vdso", "libc", "syscall")}
+    assert all(b["base"] > 0 and b["patched"] > 0 and b["ratio"] > 0 and b["runs"] == 3 for b in single.values())
     result.assert_nothing_left()
 
 

@@ -1,0 +1,111 @@
+"""The selftest stage: build and run the chosen tests on base and patched, compare, benchmark."""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewer import bench, ktap
+from reviewer.model import BenchResult, Finding, Level, TestRun
+from reviewer.sandbox import Sandbox
+from reviewer.selftests import Chosen, TestRef, build, built_tests, run_test
+
+BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
+RULE = "selftests"
+
+
+@dataclass(frozen=True)
+class Plan:
+    chosen: tuple[Chosen, ...]
+    envs: tuple[str, ...] = ("plain",)
+    bench_runs: int = 3
+    slower_than: float = 1.25  # patched/base ratio above which a benchmark is a warning
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    runs: tuple[TestRun, ...]
+    benchmarks: tuple[BenchResult, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def regressions(self) -> list[Finding]:
+        return [f for f in self.findings if f.level is Level.ERROR]
+
+
+def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
+    """TREES maps "base" and "patched" to worktrees; both are built and tested."""
+    sandbox = Sandbox(scratch, plan.extra_env)
+    dirs = sorted({c.ref.dir for c in plan.chosen})
+    runs: list[TestRun] = []
+    built: dict[str, bool] = {}
+    for label, wt in trees.items():
+        ok, log = build(wt, dirs, sandbox)
+        built[label] = ok
+        if not ok:
+            runs.append(TestRun(f"build {' '.join(dirs)}", label, "-", ktap.Result.ERROR, 0.0, _last_error(log), log))
+    refs = _expand(plan.chosen, [wt for label, wt in trees.items() if built[label]])
+    for env in plan.envs:
+        for ref in refs:
+            runs += [run_test(wt, ref, tree=label, env=env, sandbox=sandbox) for label, wt in trees.items() if built[label]]
+    findings = list(_build_findings(built, dirs)) + list(_compare(runs))
+    # A benchmark means something only as a comparison: both trees must have built.
+    comparable = len(trees) > 1 and all(built.values())
+    results = [r for b in (bench.for_tests(refs) if comparable else []) for env in plan.envs
+               for r in bench.measure(b, trees, env, sandbox, plan.bench_runs)]
+    findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
+    return Outcome(tuple(runs), tuple(results), tuple(findings))
+
+
+def _expand(chosen: Iterable[Chosen], trees: list[Path]) -> list[TestRef]:
+    refs: list[TestRef] = []
+    for c in chosen:
+        if c.ref.name:
+            refs.append(c.ref)
+        else:
+            names = sorted({n for wt in trees for n in built_tests(wt, c.ref.dir)})
+            refs += [TestRef(c.ref.dir, n) for n in names]
+    return list(dict.fromkeys(refs))
+
+
+def _last_error(log: str) -> str:
+    errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()]
+    return (errors or log.strip().splitlines()[-1:] or ["build failed"])[0][:200]
+
+
+def _build_findings(built: dict[str, bool], dirs: list[str]) -> Iterable[Finding]:
+    if built.get("patched") is False:
+        level = Level.ERROR if built.get("base", True) else Level.WARNING
+        extra = "" if built.get("base", True) else " (it does not build on the base either)"
+        yield Finding(RULE, level, f"the selftests in {', '.join(dirs)} do not build on the patched tree{extra}")
+
+
+def _compare(runs: list[TestRun]) -> Iterable[Finding]:
+    by_key: dict[tuple[str, str], dict[str, TestRun]] = {}
+    for r in runs:
+        if r.env != "-":
+            by_key.setdefault((r.test, r.env), {})[r.tree] = r
+    for (test, env), sides in by_key.items():
+        base, patched = sides.get("base"), sides.get("patched")
+        if patched is None:
+            continue
+        if patched.result in BAD and (base is None or base.result not in BAD):
+            yield Finding(RULE, Level.ERROR, f"{test} {patched.result}s on the patched tree ({env}){_was(base)}: {patched.reason}")
+        elif patched.result in BAD:
+            yield Finding(RULE, Level.WARNING, f"{test} {patched.result}s on both base and patched ({env}): {patched.reason}")
+        elif base is not None and base.result in BAD:
+            yield Finding(RULE, Level.INFO, f"{test} is fixed by the series ({env}): {base.result} on base, {patched.result} on patched")
+
+
+def _was(base: TestRun | None) -> str:
+    return f", {base.result} on base" if base is not None else ""
+
+
+def _slower(r: BenchResult, limit: float) -> Finding:
+    assert r.ratio is not None and r.base is not None and r.patched is not None
+    return Finding(
+        "benchmarks", Level.WARNING,
+        f"{r.name} [{r.metric}] is {r.ratio:.2f}x slower on the patched tree ({r.env}): {r.base:.3f}{r.unit} -> {r.patched:.3f}{r.unit} "
+        f"(median of {r.runs}, threshold {limit:g}x)",
+    )
