@@ -3,34 +3,47 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import json
 import os
+import re
 import sys
+import tempfile
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from email.message import EmailMessage
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 from rich.console import Console
 
 from reviewer import demo as demo_mod
-from reviewer import rulesdoc
-from reviewer.errors import ApplyError, ExitStatus, ReviewerError, SelftestError, UsageError
-from reviewer.model import Review
+from reviewer import fetch, hook, mail, prep, rulesdoc
+from reviewer.bench import BENCHMARKS
+from reviewer.errors import ApplyError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
+from reviewer.model import Finding, Level, Review
 from reviewer.pipeline import Request, review
+from reviewer.report import b4check, terminal
+from reviewer.report import email as reply_mail
 from reviewer.report import json as json_report
-from reviewer.report import terminal
 from reviewer.sandbox import ENVS
 
-SUBCOMMANDS = {"demo", "rules"}
-EPILOG = "Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series; `review rules` documents the rules."
+SUBCOMMANDS = {"demo", "rules", "install-hook", "uninstall-hook", "pre-push"}
+EPILOG = ("Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series; `review rules` documents the rules; "
+          "`review install-hook` / `review uninstall-hook` manage a git pre-push hook that reviews what you push.")
 
 
 class Format(StrEnum):
     TERMINAL = "terminal"
     JSON = "json"
+    B4_CHECK = "b4-check"  # b4 review's check protocol: one message on stdin, a JSON array out
+    CHECKPATCH = "checkpatch"  # checkpatch-style lines, for b4 prep --check
+
+
+B4_FORMATS = (Format.B4_CHECK, Format.CHECKPATCH)
 
 
 review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, epilog=EPILOG)
@@ -41,14 +54,14 @@ sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_a
 def _subcommands() -> None:
     """Commands other than the review itself."""
 
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="terminal (rich) or json (one document on stdout).")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last two read one message on stdin (TARGET -).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
 ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal).")]
 
 
 @review_app.command(help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
 def main_command(
-    target: Annotated[str, typer.Argument(help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin)", show_default=False)],
+    target: Annotated[str | None, typer.Argument(help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); none: the b4 prep branch checked out", show_default=False)] = None,
     fmt: FormatOpt = Format.TERMINAL,
     revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, help="Review revision N of the series (default: the newest).")] = None,
     repo: Annotated[Path | None, typer.Option("-C", help="Run as if started in PATH (for git ranges).")] = None,
@@ -63,19 +76,94 @@ def main_command(
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
     bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, help="Runs per benchmark and tree (the median is reported).")] = 3,
     slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
+    bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1), for CI and pre-submit checks.")] = False,
+    reply: Annotated[str | None, typer.Option("--reply", metavar="FILE", help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch an mbox of several.")] = None,
+    reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", help="Recipients: author, list (author + the thread's To:) or all (author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
+    trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="'Tested-by: NAME <ADDR>'", help="Add this trailer to the reply (repeatable); none is added otherwise.")] = None,
+    per_patch: Annotated[bool, typer.Option("--per-patch", help="One reply per patch with findings, instead of one to the cover letter.")] = False,
+    send: Annotated[bool, typer.Option("--send", help="Send the reply (SMTP or sendmail as configured for git send-email), after confirmation.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="With --send: do not ask for confirmation.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the reply that --send would send, and send nothing.")] = False,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
     cwd = (repo or Path.cwd()).resolve()
-    request = Request(target=target, cwd=cwd, revision=revision, debug=debug,
-                      tree=tree.resolve() if tree else None, base=base,
-                      lore_url=lore_url, no_cache=no_cache, offline=offline,
-                      run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
-                      envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than,
-                      test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []))
-    _finish(*_run(request, fmt, color), fmt=fmt, color=color)
+    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run)
+    outgoing.validate(fmt)
+    sender = mail.sender(cwd) if outgoing.wanted else ""
+    transport = mail.transport(cwd) if send else None
+    with _target(target, cwd, fmt) as resolved:
+        request = Request(target=resolved, cwd=cwd, revision=revision, debug=debug,
+                          tree=tree.resolve() if tree else None, base=base,
+                          lore_url=lore_url, no_cache=no_cache, offline=offline,
+                          run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
+                          envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
+                          test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []))
+        if fmt in B4_FORMATS:
+            _b4_check(request, fmt, strict)
+        result, error = _run(request, fmt, color)
+    if outgoing.wanted and _reportable(result, error):
+        _outgoing(result, outgoing, sender, transport, cwd, fmt=fmt, color=color)
+        _exit(result, error, strict)
+    _finish(result, error, fmt=fmt, color=color, strict=strict)
+
+
+@dataclass(frozen=True)
+class _Outgoing:
+    reply: str | None
+    policy: reply_mail.ReplyPolicy
+    trailers: tuple[str, ...]
+    per_patch: bool
+    send: bool
+    yes: bool
+    dry_run: bool
+
+    @property
+    def wanted(self) -> bool:
+        return self.reply is not None or self.send or self.dry_run
+
+    def validate(self, fmt: Format) -> None:
+        if (self.per_patch or self.trailers) and not self.wanted:
+            raise UsageError("--per-patch and --trailer shape a reply: add --reply FILE, --send or --dry-run")
+        if self.wanted and fmt in B4_FORMATS:
+            raise UsageError(f"--format {fmt} is for b4's checks; it does not write replies", "drop --reply/--send, or use --format terminal")
+        if self.send and self.dry_run:
+            raise UsageError("--send and --dry-run contradict each other", "--dry-run shows the message; --send sends it")
+
+
+_TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*-by: \S.*$")
+
+
+def _trailers(items: list[str]) -> list[str]:
+    bad = [i for i in items if not _TRAILER.match(i.strip())]
+    if bad:
+        raise UsageError(f"--trailer {bad[0]!r}: expected 'Tested-by: Name <address>'", "for example --trailer 'Tested-by: Ada Lovelace <ada@example.org>'")
+    return [i.strip() for i in items]
+
+
+@contextlib.contextmanager
+def _target(target: str | None, cwd: Path, fmt: Format) -> Iterator[str]:
+    """TARGET as given; none: the b4 prep branch in CWD, written out as b4 would send it."""
+    if fmt in B4_FORMATS:
+        if target != "-":
+            raise UsageError(f"--format {fmt} reads one message on standard input: give - as TARGET",
+                             f'git config b4.review-perpatch-check-cmd "review --format {fmt} -"')
+        yield "-"
+        return
+    if target is not None:
+        yield target
+        return
+    branch = prep.find(cwd)
+    if branch is None:
+        raise UsageError("no TARGET given, and the checked-out branch is not a b4 prep branch",
+                         "give an mbox, a directory, a git range or a Message-ID; see review --help")
+    with tempfile.TemporaryDirectory(prefix="reviewer-prep-") as scratch:
+        path = Path(scratch) / f"{branch.branch.replace('/', '-')}.mbox"
+        path.write_bytes(prep.mbox(cwd, branch))
+        yield str(path)
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -88,6 +176,14 @@ def _envs(text: str) -> tuple[str, ...]:
     if unknown or not envs:
         raise UsageError(f"--env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(ENVS)}")
     return envs
+
+
+def _benchmarks(text: str | None) -> tuple[str, ...]:
+    names = _list(text) if text else ()
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        raise UsageError(f"--bench: unknown benchmark {unknown[0]!r}", f"known: {', '.join(BENCHMARKS)}")
+    return names
 
 
 def _pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
@@ -111,6 +207,8 @@ def rules_command(
 
 @sub_app.command("demo", help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
 def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
+    if fmt in B4_FORMATS:
+        raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the
         # kernel's makes 25,000,000 calls per figure).
@@ -118,6 +216,88 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
                           envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
         result, error = _run(request, fmt, color)
     _finish(result, error, fmt=fmt, color=color)
+
+
+def _b4_check(request: Request, fmt: Format, strict: bool) -> NoReturn:
+    """b4's per-patch / series check: review the series around the message on stdin, report on that message."""
+    data = sys.stdin.buffer.read()
+    if not data.strip():
+        raise InputError("stdin: empty input, no mail in it", "b4 passes one message on standard input")
+    ctx = b4check.context(request.cwd, data)
+    with tempfile.TemporaryDirectory(prefix="reviewer-b4check-") as scratch:
+        path = Path(scratch) / "series.mbox"
+        path.write_bytes(ctx.mbox)
+        result, error = review(replace(request, target=str(path)))
+    if not _reportable(result, error):
+        assert error is not None
+        raise error
+    _, found = b4check.select(result, fetch.parse_bytes(data), series_on_first=ctx.how == "b4 prep branch")
+    if fmt is Format.B4_CHECK:
+        sys.stdout.write(json.dumps(b4check.results(found, strict), indent=2) + "\n")
+    else:
+        sys.stdout.writelines(line + "\n" for line in b4check.checkpatch_lines(found))
+    if error is not None:
+        raise error
+    raise typer.Exit(_status(found, strict))
+
+
+def _reportable(result: Review, error: ReviewerError | None) -> bool:
+    return result.series is not None and (error is None or isinstance(error, (ApplyError, SelftestError)))
+
+
+def _status(findings: Iterable[Finding], strict: bool) -> ExitStatus:
+    levels = {f.level for f in findings}
+    failing = Level.ERROR in levels or (strict and Level.WARNING in levels)
+    return ExitStatus.FINDINGS if failing else ExitStatus.OK
+
+
+def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Transport | None, cwd: Path,
+              *, fmt: Format, color: bool | None) -> None:
+    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers)
+    msgs = reply_mail.per_patch(result, opts) if out.per_patch else [reply_mail.reply(result, opts)]
+    if out.reply != "-":
+        _report(result, fmt, color)
+    if not msgs:
+        print("review: no patch has findings: no reply written", file=sys.stderr)
+        return
+    data = reply_mail.as_mbox(msgs) if len(msgs) > 1 else reply_mail.as_bytes(msgs[0])
+    if out.reply == "-":
+        sys.stdout.flush()
+        sys.stdout.buffer.write(data)
+    elif out.reply is not None:
+        Path(out.reply).write_bytes(data)
+        print(f"review: reply written to {out.reply} ({len(msgs)} message{'s' if len(msgs) > 1 else ''})", file=sys.stderr)
+    if out.dry_run or out.send:
+        _show(msgs, out.reply == "-")
+    if out.send:
+        assert transport is not None
+        _confirm_and_send(msgs, transport, cwd, out.yes)
+
+
+def _show(msgs: list[EmailMessage], already: bool) -> None:
+    if already:
+        return
+    for msg in msgs:
+        sys.stdout.write("\n" + reply_mail.as_bytes(msg).decode("utf-8", errors="replace"))
+    sys.stdout.flush()
+
+
+def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: Path, yes: bool) -> None:
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
+        if not typer.confirm(f"Send {len(msgs)} message(s) via {transport.where()}?", default=False, err=True):
+            print("review: nothing sent", file=sys.stderr)
+            return
+    for msg in msgs:
+        mail.send(msg, transport, cwd)
+        print(f"review: sent {msg['Message-ID']} to {', '.join(mail.envelope(msg))} via {transport.where()}", file=sys.stderr)
+
+
+def _exit(result: Review, error: ReviewerError | None, strict: bool) -> None:
+    if error is not None:
+        raise error
+    raise typer.Exit(_status(result.findings, strict))
 
 
 def _run(request: Request, fmt: Format, color: bool | None) -> tuple[Review, ReviewerError | None]:
@@ -142,18 +322,62 @@ def _progress(console: Console) -> Callable[[str], contextlib.AbstractContextMan
     return show
 
 
-def _finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None) -> None:
+def _finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None, strict: bool = False) -> None:
     # A series that could not be read has nothing to report but the error; one that was
     # read and checked is reported even when a later stage (apply) failed.
-    if result.series is not None and (error is None or isinstance(error, (ApplyError, SelftestError))):
-        if fmt is Format.JSON:
-            sys.stdout.write(json_report.dumps(result))
-        else:
-            out = Console(force_terminal=color, no_color=color is False, highlight=False)
-            terminal.render(result, out)
-    if error is not None:
-        raise error
-    raise typer.Exit(ExitStatus.FINDINGS if result.errors else ExitStatus.OK)
+    if _reportable(result, error):
+        _report(result, fmt, color)
+    _exit(result, error, strict)
+
+
+def _report(result: Review, fmt: Format, color: bool | None) -> None:
+    if fmt is Format.JSON:
+        sys.stdout.write(json_report.dumps(result))
+    else:
+        out = Console(force_terminal=color, no_color=color is False, highlight=False)
+        terminal.render(result, out)
+    sys.stdout.flush()
+
+
+@sub_app.command("install-hook", help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
+def install_hook_command(
+    repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
+) -> None:
+    path, replaced = hook.install((repo or Path.cwd()).resolve(), strict)
+    print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
+
+
+@sub_app.command("uninstall-hook", help="Remove the pre-push hook installed by `review install-hook`.")
+def uninstall_hook_command(
+    repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
+) -> None:
+    path = hook.uninstall((repo or Path.cwd()).resolve())
+    print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
+
+
+@sub_app.command("pre-push", hidden=True, help="Run by the installed pre-push hook: review what is pushed.")
+def pre_push_command(
+    remote: Annotated[str, typer.Argument()] = "origin",
+    url: Annotated[str, typer.Argument()] = "",
+    strict: Annotated[bool, typer.Option("--strict")] = False,
+) -> None:
+    cwd = Path.cwd().resolve()
+    top = hook.toplevel(cwd)
+    worst = ExitStatus.OK
+    for push in hook.pushes(top, remote, sys.stdin.read().splitlines()):
+        print(f"review: checking {push.ref} ({push.spec}) before pushing to {remote}", file=sys.stderr)
+        result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
+        if _reportable(result, error):
+            _report(result, Format.TERMINAL, None)
+        if error is not None and not isinstance(error, (ApplyError, SelftestError)):
+            raise error
+        status = ExitStatus(error.status) if error is not None else _status(result.findings, strict)
+        worst = max(worst, status)
+    if worst:
+        print(f"review: error: push blocked: the review of the pushed commits failed (exit {int(worst)})", file=sys.stderr)
+        print("hint: fix the findings above, or push with --no-verify to skip the check", file=sys.stderr)
+    raise typer.Exit(worst)
 
 
 def _fail(message: str, hint: str, status: int) -> int:

@@ -10,6 +10,7 @@ import contextlib
 import email.message
 import email.parser
 import email.policy
+import email.utils
 import hashlib
 import logging
 import mailbox
@@ -139,6 +140,8 @@ def _patch(lmsg: b4.LoreMessage, index: int, total: int) -> Patch:
         diff=diff,
         trailers=_own_trailers(message) + _followups(lmsg),
         encoding_note=note,
+        to=_addresses(lmsg.msg, "To"),
+        cc=_addresses(lmsg.msg, "Cc"),
     )
 
 
@@ -149,7 +152,15 @@ def _cover(lmsg: b4.LoreMessage) -> Cover:
         author=Person(lmsg.fromname, lmsg.fromemail),
         body=lmsg.body.replace("\r\n", "\n"),
         trailers=_followups(lmsg),
+        to=_addresses(lmsg.msg, "To"),
+        cc=_addresses(lmsg.msg, "Cc"),
     )
+
+
+def _addresses(msg: Message, header: str) -> tuple[str, ...]:
+    """`Name <addr>` strings of HEADER (every occurrence), for a reply-all."""
+    pairs = email.utils.getaddresses([str(v) for v in msg.get_all(header, [])])
+    return tuple(email.utils.formataddr((n, a)) if n.isascii() else f"{n} <{a}>" for n, a in pairs if "@" in a)
 
 
 def _own_trailers(message: str) -> tuple[Trailer, ...]:

@@ -108,6 +108,8 @@ class Patch:
     trailers: tuple[Trailer, ...] = ()
     files: tuple[FileChange, ...] = ()
     encoding_note: str | None = None
+    to: tuple[str, ...] = ()  # the mail's To: addresses, for a reply-all
+    cc: tuple[str, ...] = ()  # the mail's Cc: addresses
 
     @property
     def added(self) -> int:
@@ -129,6 +131,8 @@ class Cover:
     author: Person
     body: str
     trailers: tuple[Trailer, ...] = ()
+    to: tuple[str, ...] = ()  # the mail's To: addresses, for a reply-all
+    cc: tuple[str, ...] = ()  # the mail's Cc: addresses
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,7 @@ class Request:
     slower_than: float = 1.25
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
+    benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
 
 
 @dataclass
@@ -211,5 +212,6 @@ def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     base_wt = run.stack.enter_context(worktree.isolated(request.tree, run.base[0], _touched(run.series)))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
-    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than, dict(request.test_env))
+    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
+                               dict(request.test_env), request.benchmarks)
     return selftest_stage.run(plan, {"base": base_wt, "patched": run.patched}, scratch)

@@ -21,6 +21,7 @@ class Plan:
     bench_runs: int = 3
     slower_than: float = 1.25  # patched/base ratio above which a benchmark is a warning
     extra_env: dict[str, str] = field(default_factory=dict)
+    benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,7 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
     findings = list(_build_findings(built, dirs)) + list(_compare(runs))
     # A benchmark means something only as a comparison: both trees must have built.
     comparable = len(trees) > 1 and all(built.values())
-    results = [r for b in (bench.for_tests(refs) if comparable else []) for env in plan.envs
+    results = [r for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs
                for r in bench.measure(b, trees, env, sandbox, plan.bench_runs)]
     findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
     return Outcome(tuple(runs), tuple(results), tuple(findings))

@@ -131,7 +131,9 @@ def _is_elf(path: Path) -> bool:
         return fh.read(4) == b"\x7fELF"
 
 
-def run_test(wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = ()) -> TestRun:
+def run_test(
+    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None
+) -> TestRun:
     """Run one built test program; never raises for the test's own failures."""
     assert ref.name is not None
     name = f"{ref}" + (f" {' '.join(args)}" if args else "")
@@ -140,7 +142,7 @@ def run_test(wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, a
     program = wt / SELFTESTS / ref.dir / ref.name
     if not program.is_file():
         return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)")
-    limit = timeout_for(wt, ref.dir)
+    limit = timeout or timeout_for(wt, ref.dir)
     done = sandbox.run([f"./{ref.name}", *args], cwd=program.parent, timeout=limit, env_name=env)
     log = ktap.parse(done.output)
     if done.timed_out:

@@ -6,6 +6,7 @@ worktree in a temporary directory, `git am -3` there, and remove it on every exi
 from __future__ import annotations
 
 import contextlib
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -14,7 +15,7 @@ from email.policy import SMTP
 from pathlib import Path
 
 from reviewer.errors import CommandError, InputError
-from reviewer.model import PatchApply, Series
+from reviewer.model import Patch, PatchApply, Series
 from reviewer.proc import run
 
 _GIT_ENV = {"GIT_COMMITTER_NAME": "reviewer", "GIT_COMMITTER_EMAIL": "reviewer@localhost", "GIT_TERMINAL_PROMPT": "0"}
@@ -95,11 +96,25 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
             out = git(wt, "-c", "core.hooksPath=/dev/null", "am", "-3", "--no-gpg-sign", input=mail)
         except CommandError as exc:
             run(["git", "-C", str(wt), "am", "--abort"], check=False)
-            results.append(PatchApply(patch.index, "failed", _why(exc)))
+            results.append(PatchApply(patch.index, "failed", _failed_hunk(wt, patch) + _why(exc)))
             break
         status = "applied (3-way merge)" if "Falling back" in out else "applied"
         results.append(PatchApply(patch.index, status, ""))
     return tuple(results)
+
+
+_FAILED_AT = re.compile(r"^error: patch failed: (?P<path>.+):(?P<line>\d+)$", re.M)
+
+
+def _failed_hunk(wt: Path, patch: Patch) -> str:
+    """Which file and hunk git could not place: `git apply --check` names the hunk's first line."""
+    done = run(["git", "-C", str(wt), "apply", "--check", "-"], input=patch.diff, check=False)
+    m = _FAILED_AT.search(done.stderr)
+    if m is None:
+        return ""
+    path, line = m["path"], int(m["line"])
+    hunk = next((h for f in patch.files if path in (f.path, f.old_path) for h in f.hunks if h.old_start == line), None)
+    return f"{path}: hunk {hunk.header if hunk else f'at line {line}'} does not apply; "
 
 
 def _why(exc: CommandError) -> str:

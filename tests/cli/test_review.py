@@ -139,6 +139,7 @@ def test_series_that_does_not_apply_exits_5(kernel_repo: Path, tmp_path: Path) -
     result = review(DEMO, "--tree", kernel_repo, "--base", "HEAD", "--format", "json", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.APPLY, result.stderr
     assert "patch 1/4 does not apply" in result.stderr.splitlines()[0]
+    assert "arch/loongarch/vdso/vdso.lds.S: hunk @@ -41,6 +41,7 @@ VERSION does not apply" in result.stderr.splitlines()[0]
     doc = result.json()
     assert doc["apply"]["patches"][0]["status"] == "failed" and "arch/loongarch/vdso/vdso.lds.S" in doc["apply"]["patches"][0]["detail"]
     assert git(kernel_repo, "worktree", "list").count("\n") == 1

@@ -1,0 +1,116 @@
+"""The authors' pre-push hook: install, uninstall, and turn git's pre-push input into ranges.
+
+git runs `.git/hooks/pre-push REMOTE URL` with one line per ref on stdin:
+`<local ref> <local sha> <remote ref> <remote sha>` (githooks(5)). We review the commits
+the remote does not have yet. A hook we did not write is never overwritten or removed.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer.errors import ConfigError
+from reviewer.proc import run
+
+MARKER = "# installed by reviewer: `review install-hook`; remove with `review uninstall-hook`"
+ZERO = "0" * 40
+
+
+@dataclass(frozen=True)
+class Push:
+    ref: str  # the local ref being pushed
+    spec: str  # the git range to review, base..tip
+
+
+def _git(cwd: Path, *args: str, check: bool = True) -> str:
+    done = run(["git", *args], cwd=cwd, check=check, timeout=60)
+    return done.stdout.strip() if done.returncode == 0 else ""
+
+
+def toplevel(cwd: Path) -> Path:
+    top = _git(cwd, "rev-parse", "--show-toplevel", check=False)
+    if not top:
+        raise ConfigError(f"{cwd} is not a git work tree", "the pre-push hook runs inside the repository being pushed")
+    return Path(top)
+
+
+def hook_path(cwd: Path) -> Path:
+    """Where git looks for the pre-push hook (core.hooksPath respected)."""
+    if not _git(cwd, "rev-parse", "--git-dir", check=False):
+        raise ConfigError(f"{cwd} is not a git repository", "run it inside your kernel tree, or pass -C PATH")
+    path = Path(_git(cwd, "rev-parse", "--git-path", "hooks/pre-push"))
+    return path if path.is_absolute() else (cwd / path).resolve()
+
+
+def script(strict: bool) -> str:
+    # The hook runs reviewer with the interpreter that installed it, so it works outside the venv.
+    args = " --strict" if strict else ""
+    return (
+        "#!/bin/sh\n"
+        f"{MARKER}\n"
+        "# git sets these for hooks; reviewer finds the repository itself.\n"
+        "unset GIT_DIR GIT_WORK_TREE GIT_INDEX_FILE\n"
+        f'exec {shlex.quote(sys.executable)} -m reviewer pre-push{args} "$@"\n'
+    )
+
+
+def is_ours(path: Path) -> bool:
+    try:
+        return MARKER in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def install(cwd: Path, strict: bool) -> tuple[Path, bool]:
+    """Write the hook; return (path, whether an older hook of ours was replaced)."""
+    path = hook_path(cwd)
+    existed = path.exists()
+    if existed and not is_ours(path):
+        raise ConfigError(f"{path} exists and was not installed by reviewer; leaving it alone",
+                          f'add `{sys.executable} -m reviewer pre-push "$@"` to that hook yourself, or move it away')
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(script(strict))
+    path.chmod(0o755)
+    return path, existed
+
+
+def uninstall(cwd: Path) -> Path | None:
+    """Remove our hook; None when there is none."""
+    path = hook_path(cwd)
+    if not path.exists():
+        return None
+    if not is_ours(path):
+        raise ConfigError(f"{path} was not installed by reviewer; leaving it alone", "remove it yourself if you want it gone")
+    path.unlink()
+    return path
+
+
+def pushes(cwd: Path, remote: str, lines: list[str]) -> list[Push]:
+    """The ranges to review for git's pre-push input LINES (deletions and empty ranges left out)."""
+    out = []
+    for line in lines:
+        parts = line.split()
+        if len(parts) != 4 or parts[1] == ZERO:
+            continue
+        local_ref, local, _remote_ref, theirs = parts
+        base = _base(cwd, remote, local, theirs)
+        if base and base != local:
+            out.append(Push(local_ref, f"{base}..{local}"))
+    return out
+
+
+def _base(cwd: Path, remote: str, local: str, theirs: str) -> str:
+    if theirs != ZERO and _known(cwd, theirs):
+        return _git(cwd, "merge-base", theirs, local, check=False) or theirs
+    # A new branch (or an unknown remote tip): what no ref of REMOTE already has.
+    new = _git(cwd, "rev-list", "--reverse", local, "--not", f"--remotes={remote}", check=False).split()
+    if not new:
+        return ""
+    parent = _git(cwd, "rev-parse", "--verify", "--quiet", f"{new[0]}^", check=False)
+    return parent  # "" for a root commit: nothing to compare against, not reviewed
+
+
+def _known(cwd: Path, sha: str) -> bool:
+    return run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=cwd, check=False, timeout=30).returncode == 0

@@ -1,0 +1,308 @@
+"""The reply mail: an RFC 2822 message in kernel mail style, threaded under the series.
+
+Plain text wrapped at 72 columns (quoted hunk lines and indented figures are never
+wrapped), a short greeting, per patch the findings under the hunk lines they are about,
+a summary of apply, selftests and benchmarks, and a `-- ` signature. Only the trailers the
+user passes are added: a tool never gives Reviewed-by on its own.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import email.policy
+import email.utils
+import re
+import textwrap
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from enum import StrEnum
+from importlib.metadata import PackageNotFoundError, version
+
+from reviewer.model import FileChange, Finding, Hunk, Level, Patch, Review, Series
+
+WIDTH = 72
+# No refolding: a long Message-ID must stay one token, not become an encoded word.
+POLICY = email.policy.SMTP.clone(linesep="\n", max_line_length=None)
+_MAX_QUOTE = 6  # hunk lines quoted per finding: enough to see what is meant
+
+
+class ReplyPolicy(StrEnum):
+    AUTHOR = "author"  # To: the author only
+    LIST = "list"  # To: the author, Cc: the thread's To: (where the lists go)
+    ALL = "all"  # To: the author, Cc: the thread's To: and Cc:
+
+
+@dataclass(frozen=True)
+class ReplyOptions:
+    sender: str  # `Name <addr>`
+    policy: ReplyPolicy = ReplyPolicy.ALL
+    trailers: tuple[str, ...] = ()  # e.g. "Tested-by: Name <addr>", only when the user asks
+    date: dt.datetime | None = None  # fixed in tests; default now
+    make_msgid: Callable[[], str] | None = None  # fixed in tests; default email.utils.make_msgid
+    signature: str = field(default_factory=lambda: f"reviewer {_version()}")
+
+
+def reply(review: Review, opts: ReplyOptions) -> EmailMessage:
+    """One reply to the cover letter (or to patch 1 when there is none) about the whole series."""
+    s = _series(review)
+    target = s.cover if s.cover else (s.patches[0] if s.patches else None)
+    subject = subject_line(s, 0 if s.cover else 1, s.cover.subject if s.cover else (s.patches[0].subject if s.patches else s.subject))
+    text = body(review, [p for p in s.patches], opts, summary=True)
+    to, cc = (target.to, target.cc) if target is not None else ((), ())
+    return _message(opts, s, subject, text, s.msgid, (s.msgid,), to, cc)
+
+
+def per_patch(review: Review, opts: ReplyOptions) -> list[EmailMessage]:
+    """One reply per patch that has findings, each threaded under that patch."""
+    s = _series(review)
+    out = []
+    for p in s.patches:
+        if not _shown(review.findings, p.index):
+            continue
+        refs = (s.msgid, p.msgid) if s.msgid != p.msgid else (p.msgid,)
+        text = body(review, [p], opts, summary=False)
+        out.append(_message(opts, s, subject_line(s, p.index, p.subject), text, p.msgid, refs, p.to, p.cc))
+    return out
+
+
+def subject_line(s: Series, index: int, subject: str) -> str:
+    """`Re: [PATCH v4 0/4] subject`, rebuilt as git format-patch and b4 write it."""
+    prefix = "PATCH" + (f" v{s.version}" if s.version > 1 else "")
+    if s.total > 1 or index == 0:
+        prefix += f" {index}/{s.total}"
+    return f"Re: [{prefix}] {subject}"
+
+
+def body(review: Review, patches: list[Patch], opts: ReplyOptions, *, summary: bool) -> str:
+    s = _series(review)
+    parts = [_greeting(s), _intro(review, patches, summary)]
+    if summary:
+        parts += _series_findings(review, s)
+    for p in patches:
+        parts += _patch_section(review, p, s)
+    if summary:
+        parts += _summary(review)
+    if opts.trailers:
+        parts.append("\n".join(opts.trailers))
+    parts.append("Thanks,\n" + (email.utils.parseaddr(opts.sender)[0] or email.utils.parseaddr(opts.sender)[1]))
+    return "\n\n".join(p for p in parts if p) + f"\n\n-- \n{opts.signature}\n"
+
+
+def _series(review: Review) -> Series:
+    assert review.series is not None, "a reply needs a series that was read"
+    return review.series
+
+
+def _shown(findings: Iterable[Finding], index: int | None) -> list[Finding]:
+    """The findings a reply talks about: errors and warnings (infos are the tool's own notes)."""
+    return [f for f in findings if f.patch == index and f.level is not Level.INFO]
+
+
+def _greeting(s: Series) -> str:
+    first = s.author.name.split()[0] if s.author.name.split() else ""
+    return f"Hi {first}," if first else "Hello,"
+
+
+def _intro(review: Review, patches: list[Patch], summary: bool) -> str:
+    n = sum(len(_shown(review.findings, p.index)) for p in patches)
+    if summary:
+        n += len(_series_level(review, _series(review)))
+    what = "the series" if summary else "this patch"
+    if not n:
+        return wrap(f"I went through {what} with reviewer, an automated review tool, and it found nothing to comment on.")
+    return wrap(f"I went through {what} with reviewer, an automated review tool. "
+                f"It raised {n} point{'s' if n != 1 else ''}, below with the lines of the patch it is about.")
+
+
+def _series_level(review: Review, s: Series) -> list[Finding]:
+    """Findings about the whole series, or about a patch that is not in the thread."""
+    present = {p.index for p in s.patches}
+    return [f for f in review.findings if f.level is not Level.INFO and (f.patch is None or f.patch not in present)]
+
+
+def _series_findings(review: Review, s: Series) -> list[str]:
+    found = _series_level(review, s)
+    if not found:
+        return []
+    return ["About the series as a whole:", *(_comment(f) for f in found)]
+
+
+def _patch_section(review: Review, p: Patch, s: Series) -> list[str]:
+    found = _shown(review.findings, p.index)
+    if not found:
+        return []
+    head = f"[{p.index}/{s.total}] {p.subject}" if s.total > 1 else p.subject
+    return [head, *(_finding_block(f, p) for f in found)]
+
+
+def _finding_block(f: Finding, p: Patch) -> str:
+    quote = quote_lines(f, p)
+    comment = _comment(f)
+    return "\n".join(f"> {q}".rstrip() for q in quote) + "\n\n" + comment if quote else comment
+
+
+def _comment(f: Finding) -> str:
+    text = _sentence(f.message)
+    if f.hint:
+        text += f" Maybe {f.hint.rstrip('.')}?"
+    return wrap(text)
+
+
+def _sentence(message: str) -> str:
+    message = message.strip()
+    first = message.split(" ", 1)[0]
+    text = message[:1].upper() + message[1:] if first.isalpha() and first.islower() else message
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
+def quote_lines(f: Finding, p: Patch) -> list[str]:
+    """The hunk lines F is about: its own quote, else the lines near its line, else the file's first change."""
+    change = next((c for c in p.files if c.path == f.path), None)
+    if change is None or not change.hunks:
+        return list(f.quote)
+    head = [f"diff --git a/{change.old_path or change.path} b/{change.path}"]
+    if f.quote:
+        hunk = _hunk_with(change, f.quote[0])
+        return head + ([hunk.header] if hunk else []) + list(f.quote)
+    return head + _around(change, f.line)
+
+
+def _hunk_with(change: FileChange, quoted: str) -> Hunk | None:
+    for h in change.hunks:
+        if any(f"{ln.kind}{ln.text}" == quoted for ln in h.lines):
+            return h
+    return None
+
+
+def _around(change: FileChange, line: int | None) -> list[str]:
+    for h in change.hunks:
+        lines = list(h.lines)
+        at = next((i for i, ln in enumerate(lines) if line is not None and ln.new_no == line and ln.kind != "-"), None)
+        if line is not None and at is None:
+            continue
+        if at is None:  # no line: the first change of the file, with one line of context
+            at = next((i for i, ln in enumerate(lines) if ln.kind != " "), 0)
+        end = at
+        while end + 1 < len(lines) and lines[end + 1].kind != " ":
+            end += 1  # the whole block of changed lines, then one line of context
+        picked = lines[max(0, at - 1) : min(end + 2, at - 1 + _MAX_QUOTE)]
+        return [h.header, *(f"{ln.kind}{ln.text}" for ln in picked)]
+    return []
+
+
+def _summary(review: Review) -> list[str]:
+    parts = ["What the tool ran:"]
+    parts.append(_apply_line(review))
+    parts += _selftest_lines(review)
+    parts += _bench_lines(review)
+    return ["\n".join(parts)]
+
+
+def _apply_line(review: Review) -> str:
+    a, s = review.apply, _series(review)
+    if a is None:
+        return "  apply: not tried (no kernel tree given)"
+    failed = a.failed
+    if failed is not None:
+        return f"  apply: patch {failed.index}/{s.total} does not apply to {a.base[:12]}"
+    merged = [p.index for p in a.patches if "3-way" in p.status]
+    extra = f", {len(merged)} with a 3-way merge" if merged else ""
+    return f"  apply: {len(a.patches)} of {s.total} patches applied to {a.base[:12]} (base from {a.base_source}){extra}"
+
+
+def _selftest_lines(review: Review) -> list[str]:
+    if not review.selftests:
+        chosen = ", ".join(c.test for c in review.chosen)
+        return [f"  selftests: not run (relevant: {chosen})"] if chosen else ["  selftests: not run"]
+    rows: dict[tuple[str, str], dict[str, str]] = {}
+    for r in review.selftests:
+        rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s"
+    out = ["  selftests (base -> patched):"]
+    for (test, env), sides in rows.items():
+        out.append(f"    {test} [{env}]: {sides.get('base', '-')} -> {sides.get('patched', '-')}")
+    return out
+
+
+def _bench_lines(review: Review) -> list[str]:
+    if not review.benchmarks:
+        return []
+    out = ["  benchmarks (median, base -> patched, ratio):"]
+    for b in review.benchmarks:
+        ratio = f"{b.ratio:.2f}x" if b.ratio is not None else "-"
+        out.append(f"    {b.name} {b.metric} [{b.env}], {b.runs} runs:")
+        out.append(f"      {_num(b.base)} -> {_num(b.patched)} {b.unit} ({ratio})")
+    return out
+
+
+def _num(value: float | None) -> str:
+    return f"{value:.3f}" if value is not None else "-"
+
+
+_CODE = re.compile(r"`[^`]*`")
+
+
+def wrap(text: str, width: int = WIDTH) -> str:
+    """Wrap prose at WIDTH; `code spans` are kept on one line."""
+    protected = _CODE.sub(lambda m: m.group(0).replace(" ", "\0"), text)
+    lines = textwrap.wrap(protected, width=width, break_long_words=False, break_on_hyphens=False)
+    return "\n".join(lines).replace("\0", " ")
+
+
+def recipients(s: Series, to: tuple[str, ...], cc: tuple[str, ...], policy: ReplyPolicy, sender: str) -> tuple[list[str], list[str]]:
+    """(To, Cc): the author first; then the thread's To/Cc as POLICY says, without duplicates or the sender."""
+    seen = {email.utils.parseaddr(sender)[1].lower()}
+    out_to = _unique([str(s.author)], seen)
+    wanted = {ReplyPolicy.AUTHOR: (), ReplyPolicy.LIST: to, ReplyPolicy.ALL: (*to, *cc)}[policy]
+    return out_to, _unique(list(wanted), seen)
+
+
+def _unique(addrs: list[str], seen: set[str]) -> list[str]:
+    out = []
+    for a in addrs:
+        key = email.utils.parseaddr(a)[1].lower()
+        if key and key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out
+
+
+def _message(opts: ReplyOptions, s: Series, subject: str, text: str, parent: str,
+             refs: tuple[str, ...], to: tuple[str, ...], cc: tuple[str, ...]) -> EmailMessage:
+    msg = EmailMessage(policy=POLICY)
+    out_to, out_cc = recipients(s, to, cc, opts.policy, opts.sender)
+    msg["From"] = opts.sender
+    msg["To"] = ", ".join(out_to)
+    if out_cc:
+        msg["Cc"] = ", ".join(out_cc)
+    msg["Subject"] = subject
+    msg["Date"] = email.utils.format_datetime(opts.date or dt.datetime.now().astimezone())
+    msg["Message-ID"] = opts.make_msgid() if opts.make_msgid else email.utils.make_msgid(domain=_domain(opts.sender))
+    msg["In-Reply-To"] = f"<{parent}>"
+    msg["References"] = " ".join(f"<{r}>" for r in refs)
+    msg.set_content(text, charset="utf-8", cte="8bit" if not text.isascii() else "7bit")
+    return msg
+
+
+def _domain(sender: str) -> str:
+    addr = email.utils.parseaddr(sender)[1]
+    return addr.rpartition("@")[2] or "localhost"
+
+
+def as_bytes(msg: EmailMessage) -> bytes:
+    return msg.as_bytes(policy=POLICY)
+
+
+def as_mbox(msgs: list[EmailMessage]) -> bytes:
+    """Several messages as one mbox (mboxrd: `From ` lines in bodies get a `>`), for --per-patch."""
+    out = []
+    for msg in msgs:
+        raw = re.sub(rb"(?m)^(>*From )", rb">\1", as_bytes(msg))
+        out.append(b"From reviewer Thu Jan  1 00:00:00 1970\n" + raw.rstrip(b"\n") + b"\n\n")
+    return b"".join(out)
+
+
+def _version() -> str:
+    try:
+        return version("reviewer")
+    except PackageNotFoundError:
+        return "(unknown version)"

@@ -1,0 +1,121 @@
+"""Golden reply mails (tests/report/golden/reply-*.eml), and the kernel mail style they must keep.
+
+Regenerate with `./dev test tests/report --update-golden` and review the diff.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import email
+import email.policy
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reviewer.ktap import Result
+from reviewer.model import BenchResult, Review, TestRun
+from reviewer.pipeline import Request, review
+from reviewer.report import email as reply_mail
+from tests.conftest import SERIES
+
+GOLDEN = Path(__file__).parent / "golden"
+DEMO = SERIES / "loongarch-vdso-getrandom-v4.mbox"
+OPTS = reply_mail.ReplyOptions(
+    "Rev Iewer <rev@example.org>",
+    date=dt.datetime(2024, 8, 18, 10, 0, tzinfo=dt.timezone(dt.timedelta(hours=2))),
+    make_msgid=lambda: "<reply-1@example.org>",
+    signature="reviewer (golden test)",
+)
+
+
+def no_select_mbox(dest: Path) -> Path:
+    """The demo series with patch 1's `select VDSO_GETRANDOM` commented out: a rule error on a quotable hunk."""
+    text = DEMO.read_text()
+    assert text.count("+\tselect VDSO_GETRANDOM\n") == 1
+    dest.write_text(text.replace("+\tselect VDSO_GETRANDOM\n", "+\t# select VDSO_GETRANDOM\n"))
+    return dest
+
+
+def _review(target: Path, tree: Path | None) -> Review:
+    result, error = review(Request(target=str(target), cwd=target.parent, tree=tree, no_tests=True))
+    assert error is None, error
+    return result
+
+
+def _tested(result: Review) -> Review:
+    """The demo as if run with --run-tests: fixed figures, so the summary's format is pinned."""
+    runs = tuple(TestRun("vDSO:vdso_test_getrandom", tree, "plain", Result.PASS, secs)
+                 for tree, secs in (("base", 0.41), ("patched", 0.43)))
+    bench = (BenchResult("vdso_test_getrandom bench-single", "plain", "vdso", "s", 0.102, 0.104, 1.0196, 3, 0.02),)
+    return replace(result, selftests=runs, benchmarks=bench)
+
+
+def _compare(name: str, actual: bytes, update: bool) -> None:
+    path = GOLDEN / name
+    if update:
+        path.write_bytes(actual)
+    assert path.exists(), f"{path} missing: run with --update-golden"
+    assert actual.decode() == path.read_text()
+
+
+@pytest.fixture
+def cases(tmp_path: Path, kernel_repo: Path) -> dict[str, bytes]:
+    demo = _review(DEMO, kernel_repo)
+    bad = _review(no_select_mbox(tmp_path / "no-select.mbox"), kernel_repo)
+    missing = _review(SERIES / "missing-2of3.mbox", None)
+    tested = replace(OPTS, trailers=("Tested-by: Rev Iewer <rev@example.org>",))
+    return {
+        "reply-demo-v4.eml": reply_mail.as_bytes(reply_mail.reply(demo, OPTS)),
+        "reply-demo-tested.eml": reply_mail.as_bytes(reply_mail.reply(_tested(demo), tested)),
+        "reply-no-select.eml": reply_mail.as_bytes(reply_mail.reply(bad, OPTS)),
+        "reply-no-select-per-patch.eml": reply_mail.as_mbox(reply_mail.per_patch(bad, OPTS)),
+        "reply-missing-2of3.eml": reply_mail.as_bytes(reply_mail.reply(missing, OPTS)),
+    }
+
+
+def test_reply_goldens(cases: dict[str, bytes], request: pytest.FixtureRequest) -> None:
+    for name, data in cases.items():
+        _compare(name, data, request.config.getoption("--update-golden"))
+
+
+def test_kernel_mail_style(cases: dict[str, bytes]) -> None:
+    for name, data in cases.items():
+        msg = email.message_from_bytes(data.split(b"\n", 1)[1] if data.startswith(b"From ") else data, policy=email.policy.default)
+        text = msg.get_body().get_content()  # type: ignore[union-attr]
+        for line in text.splitlines():
+            # Prose wraps at 72; indented figures are never wrapped but stay short.
+            assert line.startswith(">") or len(line) <= (80 if line.startswith("  ") else 72), (name, line)
+        assert "\n-- \n" in text, name
+        assert ("Tested-by:" in text) == (name == "reply-demo-tested.eml"), name
+        assert "Reviewed-by" not in text and "Acked-by" not in text, name
+
+
+def test_no_select_quotes_the_hunk(cases: dict[str, bytes]) -> None:
+    text = cases["reply-no-select.eml"].decode()
+    assert "> diff --git a/arch/loongarch/Kconfig b/arch/loongarch/Kconfig\n> @@ -23,6 +23,7 @@ config LOONGARCH\n" in text
+    assert ">  \tselect USER_STACKTRACE_SUPPORT\n> +\t# select VDSO_GETRANDOM\n" in text
+    assert "In-Reply-To: <20240816110717.10249-1-xry111@example.org>" in text
+    assert "Subject: Re: [PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation" in text
+    per_patch = cases["reply-no-select-per-patch.eml"].decode()
+    assert per_patch.count("\nFrom: Rev Iewer") + per_patch.startswith("From: ") == 1  # only patch 1 has findings
+    assert "In-Reply-To: <20240816110717.10249-2-xry111@example.org>" in per_patch
+    assert "References: <20240816110717.10249-1-xry111@example.org> <20240816110717.10249-2-xry111@example.org>" in per_patch
+
+
+def test_recipients_by_policy(tmp_path: Path) -> None:
+    result = _review(DEMO, None)
+    s = result.series
+    assert s is not None and s.cover is not None
+    for policy, cc_count in ((reply_mail.ReplyPolicy.AUTHOR, 0), (reply_mail.ReplyPolicy.LIST, 1), (reply_mail.ReplyPolicy.ALL, 5)):
+        to, cc = reply_mail.recipients(s, s.cover.to, s.cover.cc, policy, OPTS.sender)
+        assert to == ["Xi Ruo <xry111@example.org>"]
+        assert len(cc) == cc_count, (policy, cc)
+    # The sender never mails himself, and nobody gets it twice.
+    to, cc = reply_mail.recipients(s, s.cover.to, s.cover.cc, reply_mail.ReplyPolicy.ALL, "Huai Chen <CHENHUAI@example.org>")
+    assert not any("chenhuai" in a.lower() for a in to + cc)
+
+
+def test_wrap_keeps_code_spans() -> None:
+    text = reply_mail.wrap("word " * 12 + "`select VDSO_GETRANDOM if FOO` " + "word " * 6)
+    assert "`select VDSO_GETRANDOM if FOO`" in text
+    assert all(len(ln) <= 72 for ln in text.splitlines())
