@@ -80,6 +80,9 @@ def main_command(
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1), for CI and pre-submit checks.")] = False,
+    no_checkpatch: Annotated[bool, typer.Option("--no-checkpatch", help="With --tree: do not run the tree's scripts/checkpatch.pl.")] = False,
+    checkpatch_strict: Annotated[bool, typer.Option("--checkpatch-strict", help="Run checkpatch.pl --strict (its CHECK reports, as info).")] = False,
+    codespell: Annotated[bool, typer.Option("--codespell", help="Run checkpatch.pl --codespell (needs the codespell dictionary).")] = False,
     reply: Annotated[str | None, typer.Option("--reply", metavar="FILE", help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch an mbox of several.")] = None,
     reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", help="Recipients: author, list (author + the thread's To:) or all (author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
     trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="'Tested-by: NAME <ADDR>'", help="Add this trailer to the reply (repeatable); none is added otherwise.")] = None,
@@ -101,7 +104,8 @@ def main_command(
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
-                          test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []))
+                          test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
+                          checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
         if fmt in B4_FORMATS:
             _b4_check(request, fmt, strict)
         result, error = _run(request, fmt, color)

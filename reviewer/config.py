@@ -9,6 +9,10 @@
     disable = ["cover-letter"]
     levels = { "maintainers-coverage" = "info" }
     dirs = ["tools/reviewer-rules"]                  # relative to the tree
+    [checkpatch]
+    ignore = ["LONG_LINE", "FILE_PATH_CHANGES"]      # checkpatch.pl types never reported
+
+    git config --add reviewer.checkpatchIgnore LONG_LINE,CAMELCASE   (multi-valued, commas too)
 
 Both sources are merged (git config last, so a user overrides the tree); every error is a
 ConfigError that names the key.
@@ -36,6 +40,7 @@ class Config:
     rule_dirs: tuple[Path, ...] = ()
     disable: frozenset[str] = frozenset()
     levels: Mapping[str, Level] = field(default_factory=lambda: MappingProxyType({}))
+    checkpatch_ignore: frozenset[str] = frozenset()  # checkpatch.pl types, upper case
 
 
 def load(cwd: Path, tree: Path | None = None) -> Config:
@@ -46,7 +51,7 @@ def load(cwd: Path, tree: Path | None = None) -> Config:
 
 def merge(first: Config, second: Config) -> Config:
     return Config(first.rule_dirs + second.rule_dirs, first.disable | second.disable,
-                  MappingProxyType({**first.levels, **second.levels}))
+                  MappingProxyType({**first.levels, **second.levels}), first.checkpatch_ignore | second.checkpatch_ignore)
 
 
 def from_git(cwd: Path) -> Config:
@@ -55,7 +60,13 @@ def from_git(cwd: Path) -> Config:
     levels = {}
     for key, value in _git_regexp(cwd, r"^reviewer\.level\."):
         levels[key.removeprefix("reviewer.level.")] = _level(key, value)
-    return Config(tuple(Path(d).expanduser() for d in dirs), frozenset(disable), MappingProxyType(levels))
+    ignore = _types(_git_all(cwd, "reviewer.checkpatchIgnore"))
+    return Config(tuple(Path(d).expanduser() for d in dirs), frozenset(disable), MappingProxyType(levels), ignore)
+
+
+def _types(values: Iterable[str]) -> frozenset[str]:
+    """checkpatch types as its --ignore takes them: comma-separated, any case."""
+    return frozenset(t.strip().upper() for v in values for t in v.split(",") if t.strip())
 
 
 def _git_all(cwd: Path, key: str) -> list[str]:
@@ -80,7 +91,7 @@ def from_toml(path: Path, tree: Path) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}", HINT) from exc
-    _only(path, "", data, {"rules"})
+    _only(path, "", data, {"rules", "checkpatch"})
     rules = data.get("rules", {})
     if not isinstance(rules, dict):
         raise ConfigError(f"{path}: rules: expected a table", HINT)
@@ -92,7 +103,18 @@ def from_toml(path: Path, tree: Path) -> Config:
         tuple(tree / d for d in _strings(path, "dirs", rules.get("dirs", []))),
         frozenset(_strings(path, "disable", rules.get("disable", []))),
         MappingProxyType({k: _level(f"{path}: [rules]: levels.{k}", v) for k, v in levels.items()}),
+        _checkpatch_ignore(path, data.get("checkpatch", {})),
     )
+
+
+def _checkpatch_ignore(path: Path, table: object) -> frozenset[str]:
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: checkpatch: expected a table", HINT)
+    _only(path, "[checkpatch]: ", table, {"ignore"})
+    value = table.get("ignore", [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{path}: [checkpatch]: ignore: expected a list of strings, got {value!r}", HINT)
+    return _types(value)
 
 
 def _only(path: Path, where: str, data: dict[str, Any], known: set[str]) -> None:

@@ -169,10 +169,12 @@ def _own_trailers(message: str) -> tuple[Trailer, ...]:
 
 
 def _followups(lmsg: b4.LoreMessage) -> tuple[Trailer, ...]:
-    return tuple(
+    # b4 appends a reply's trailers to the (shared) message each time a revision is threaded,
+    # e.g. once for v1 and again for a partial v2 reroll that reuses v1's patches: keep one.
+    return tuple(dict.fromkeys(
         Trailer(t.name, t.value, "followup", t.lmsg.msgid if t.lmsg is not None else None)
         for t in lmsg.followup_trailers
-    )
+    ))
 
 
 # --- lore threads (the HTTP itself is reviewer/lore.py's) ------------------------------

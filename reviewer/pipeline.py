@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import config, selftest_stage, worktree
+from reviewer import config, kernelscripts, selftest_stage, worktree
 from reviewer import target as targets
 from reviewer.checks import CHECKS, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
@@ -60,6 +60,9 @@ class Request:
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
     benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
+    checkpatch: bool = True  # with a tree: the tree's scripts/checkpatch.pl (--no-checkpatch)
+    checkpatch_strict: bool = False  # checkpatch.pl --strict (CHECK reports, as info)
+    codespell: bool = False  # checkpatch.pl --codespell
 
 
 @dataclass
@@ -112,7 +115,7 @@ def _configure(run: _Run, request: Request) -> None:
     run.config = config.load(request.cwd, request.tree)
     for folder in (RULES_DIR, *run.config.rule_dirs, *request.rules_dirs):
         run.rules += load_rules(Path(folder))
-    config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS])
+    config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS])
 
 
 def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | None) -> ReviewerError | None:
@@ -155,16 +158,28 @@ def _check(run: _Run, request: Request) -> str:
         run.base = worktree.choose_base(request.tree, run.series, request.base)
         base = GitBaseTree(request.tree, run.base[0])
     found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
-    run.findings.extend(config.apply(run.config, found))
-    return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings"
+    scripts = _kernel_scripts(run, request)
+    run.findings.extend(config.apply(run.config, [*found, *scripts.findings]))
+    note = f"; {scripts.note}" if scripts.note else ""
+    return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}"
+
+
+def _kernel_scripts(run: _Run, request: Request) -> kernelscripts.Outcome:
+    """The tree's checkpatch.pl and get_maintainer.pl, when a tree is given."""
+    assert run.series is not None
+    if request.tree is None:
+        return kernelscripts.Outcome((), "")
+    options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore)
+    return kernelscripts.review(run.series, request.tree, options)
 
 
 def _apply(run: _Run, request: Request) -> str:
     assert run.series is not None and request.tree is not None and run.base is not None
     base, source = run.base
-    if source == "head":
+    if source in ("head", "guess"):
         why = f"base-commit {run.series.base_commit} is not in the tree" if run.series.base_commit else "the series names no base-commit"
-        run.findings.append(Finding("apply-base", Level.WARNING, f"{why}; applied to HEAD ({base[:12]})",
+        where = "guessed from the patches' pre-image blobs:" if source == "guess" else "applied to HEAD"
+        run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
     run.patched = run.stack.enter_context(worktree.isolated(request.tree, base, _touched(run.series)))
     results = worktree.apply_series(run.patched, run.series)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import contextlib
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,3 +92,62 @@ def run_group(
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
+
+
+@dataclass(frozen=True)
+class Watched:
+    returncode: int | None  # None: killed (stopped early or at the timeout)
+    output: str  # stdout and stderr, interleaved
+    seconds: float
+    timed_out: bool
+    stopped_at: str | None  # the line that made STOP say enough
+
+
+def watch(
+    args: Sequence[str | Path], *, stop: Callable[[str], bool], timeout: float, log: Path | None = None,
+    cwd: Path | None = None,
+) -> Watched:
+    """Run ARGS in its own process group, reading its output line by line (copied to LOG as it comes);
+    kill the whole group as soon as STOP(line) is true, at TIMEOUT, or on Ctrl-C. For a VM's console."""
+    import selectors
+    import signal
+    import time
+
+    start = time.monotonic()
+    argv = tuple(str(a) for a in args)
+    try:
+        proc = subprocess.Popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except FileNotFoundError as exc:
+        raise CommandError(argv, None, "", f"{argv[0]}: command not found", None) from exc
+    assert proc.stdout is not None
+    sink = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed in finally)
+    buf, stopped_at, timed_out = b"", None, False
+    try:
+        with selectors.DefaultSelector() as sel:
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while stopped_at is None:
+                left = start + timeout - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                if not sel.select(min(left, 1.0)):
+                    continue
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    break
+                if sink is not None:
+                    sink.write(chunk)
+                    sink.flush()
+                done = buf.rfind(b"\n") + 1  # only whole lines are shown to STOP
+                buf += chunk
+                lines = _text(buf[done : buf.rfind(b"\n") + 1]).splitlines()
+                stopped_at = next((ln for ln in lines if stop(ln)), None)
+    finally:
+        _kill_group(proc, signal.SIGKILL)  # also when the leader is gone: its children may not be
+        proc.wait()
+        proc.stdout.close()
+        if sink is not None:
+            sink.close()
+    code = None if (timed_out or stopped_at is not None) and proc.returncode < 0 else proc.returncode
+    return Watched(code, _text(buf), time.monotonic() - start, timed_out, stopped_at)

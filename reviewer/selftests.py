@@ -110,12 +110,28 @@ def timeout_for(wt: Path, test_dir: str) -> float:
 
 
 def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900) -> tuple[bool, str]:
-    """`make -C tools/testing/selftests TARGETS=...` in the sandbox; (ok, log)."""
-    jobs = str(os.cpu_count() or 1)
-    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", f"-j{jobs}"], cwd=wt, timeout=timeout)
+    """`make -C tools/testing/selftests TARGETS=...` in the sandbox, after `make headers`
+    when a directory builds against the tree's uapi headers (KHDR_INCLUDES); (ok, log)."""
+    jobs = f"-j{os.cpu_count() or 1}"
+    log = ""
+    if needs_headers(wt, dirs):
+        done = sandbox.run(["make", "headers", jobs], cwd=wt, timeout=timeout)
+        log = done.output
+        if done.timed_out or done.returncode != 0:
+            return False, log + "\n(make headers failed)"
+    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout)
     if done.timed_out:
-        return False, done.output + f"\n(build killed after {timeout:g}s)"
-    return done.returncode == 0, done.output
+        return False, log + done.output + f"\n(build killed after {timeout:g}s)"
+    return done.returncode == 0, log + done.output
+
+
+def needs_headers(wt: Path, dirs: Sequence[str]) -> bool:
+    """A kernel tree (it has a `headers` make target) without installed headers, and a test dir using them."""
+    top = wt / "Makefile"
+    if (wt / "usr/include/linux").is_dir() or not top.is_file() or "headers_install" not in top.read_text(errors="replace"):
+        return False
+    return any("KHDR_INCLUDES" in (wt / SELFTESTS / d / "Makefile").read_text(errors="replace")
+               for d in dirs if (wt / SELFTESTS / d / "Makefile").is_file())
 
 
 def built_tests(wt: Path, test_dir: str) -> list[str]:

@@ -6,6 +6,8 @@ worktree in a temporary directory, `git am -3` there, and remove it on every exi
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import hashlib
 import re
 import shutil
 import tempfile
@@ -14,7 +16,8 @@ from email.message import EmailMessage
 from email.policy import SMTP
 from pathlib import Path
 
-from reviewer.errors import CommandError, InputError
+from reviewer import baseguess
+from reviewer.errors import CommandError, ConfigError, InputError
 from reviewer.model import Patch, PatchApply, Series
 from reviewer.proc import run
 
@@ -30,11 +33,14 @@ def is_git_tree(path: Path) -> bool:
 
 
 def choose_base(tree: Path, series: Series, override: str | None) -> tuple[str, str]:
-    """(commit id, where it came from: option | trailer | head)."""
+    """(commit id, where it came from: option | trailer | guess | head)."""
     if override:
         return _commit(tree, override, "--base"), "option"
     if series.base_commit and _has_commit(tree, series.base_commit):
         return _commit(tree, series.base_commit, "base-commit"), "trailer"
+    guessed = baseguess.guess(tree, series)
+    if guessed is not None:
+        return guessed, "guess"
     return _commit(tree, "HEAD", "HEAD"), "head"
 
 
@@ -80,6 +86,53 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None) -> Iterato
         run(["git", "-C", str(tree), "worktree", "remove", "--force", str(wt)], check=False)
         shutil.rmtree(scratch, ignore_errors=True)
         run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+
+
+SLOTS = 4  # concurrent reviews of one tree that can each hold a cached worktree
+
+
+@contextlib.contextmanager
+def cached(tree: Path, base: str, touched: list[str] | None, root: Path) -> Iterator[Path]:
+    """A reusable worktree of TREE kept under ROOT (opt-in: git config reviewer.reuseWorktrees).
+
+    It stays registered (and locked) in TREE between runs, and is reset to a clean BASE on
+    entry and on every exit: `git am --abort`, `checkout -f`, `clean -ffdx`. A slot lock
+    keeps two reviews of the same tree apart.
+    """
+    slots = root / hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:16]
+    slots.mkdir(parents=True, exist_ok=True)
+    with _slot(slots) as wt:
+        try:
+            if not (wt / ".git").is_file():
+                shutil.rmtree(wt, ignore_errors=True)
+                run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+                git(tree, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
+                git(tree, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
+            _reset(wt, base, touched if touched is not None and _file_count(tree, base) > SPARSE_ABOVE else None)
+            yield wt
+        finally:
+            _reset(wt, base, None)
+
+
+@contextlib.contextmanager
+def _slot(slots: Path) -> Iterator[Path]:
+    for n in range(SLOTS):
+        with open(slots / f"{n}.lock", "w") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            yield slots / str(n)
+            return
+    raise ConfigError(f"all {SLOTS} cached worktrees in {slots} are in use", "wait for the other reviews, or unset reviewer.reuseWorktrees")
+
+
+def _reset(wt: Path, base: str, touched: list[str] | None) -> None:
+    run(["git", "-C", str(wt), "am", "--abort"], check=False)
+    if touched is not None:
+        git(wt, "sparse-checkout", "set", "--no-cone", *sparse_patterns(touched))
+    git(wt, "checkout", "-f", "--quiet", "--detach", base)
+    git(wt, "clean", "-ffdxq")
 
 
 def _file_count(tree: Path, rev: str) -> int:

@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 
 from reviewer.model import FileChange, Finding, Level, Series
-from reviewer.rules.engine import BaseTree, Searchable
+from reviewer.rules.engine import BaseTree, RegexSearchable, Searchable
 
 ID = "kconfig-symbol-exists"
 LEVEL = Level.ERROR
@@ -44,11 +44,11 @@ def check(series: Series, base: BaseTree | None) -> Iterator[Finding]:
         if unknown:
             yield Finding("unverified", LEVEL, f"unverified: Kconfig symbols {', '.join(unknown)} (no kernel tree to check the base against)")
         return
-    for symbol in unknown:
-        if not _in_base(base, symbol) and not _in_base(base, _strip_module(symbol)):
-            index, path = seen[symbol]
-            yield Finding("", LEVEL, f"Kconfig symbol {symbol} is not defined anywhere", index, path,
-                          hint=f"check the spelling; `git grep -n 'config {symbol}'` finds nothing")
+    missing = _undefined(base, unknown)
+    for symbol in (s for s in unknown if s in missing):
+        index, path = seen[symbol]
+        yield Finding("", LEVEL, f"Kconfig symbol {symbol} is not defined anywhere", index, path,
+                      hint=f"check the spelling; `git grep -n 'config {symbol}'` finds nothing")
 
 
 def references(fc: FileChange) -> set[str]:
@@ -69,6 +69,20 @@ def references(fc: FileChange) -> set[str]:
 def _strip_module(symbol: str) -> str:
     """`#ifdef CONFIG_FOO_MODULE` tests FOO=m."""
     return symbol.removesuffix("_MODULE")
+
+
+def _undefined(base: BaseTree, symbols: list[str]) -> set[str]:
+    """The SYMBOLS no Kconfig file of BASE defines: on a git tree one `git grep` over the Kconfig files
+    for all of them (what scripts/checkkconfigsymbols.py looks up, for just the symbols the series uses)."""
+    if not isinstance(base, RegexSearchable):
+        return {s for s in symbols if not _in_base(base, s) and not _in_base(base, _strip_module(s))}
+    names = sorted({n for s in symbols for n in (s, _strip_module(s))})
+    defined: set[str] = set()
+    for chunk in (names[i : i + 200] for i in range(0, len(names), 200)):
+        regex = rf"^[[:space:]]*(menu)?config[[:space:]]+({'|'.join(chunk)})[[:space:]]*$"
+        for path in sorted(p for p in base.files_matching(regex, ("*Kconfig*",)) if KCONFIG.fullmatch(p)):
+            defined |= set(DEFINE.findall(base.read(path) or ""))
+    return {s for s in symbols if s not in defined and _strip_module(s) not in defined}
 
 
 def _in_base(base: BaseTree, symbol: str) -> bool:

@@ -38,6 +38,13 @@ class Searchable(Protocol):
     def files_containing(self, literal: str) -> frozenset[str]: ...
 
 
+@runtime_checkable
+class RegexSearchable(Protocol):
+    """A base tree that can list the files, among PATHSPECS, with a line matching an extended regex."""
+
+    def files_matching(self, regex: str, pathspecs: Sequence[str]) -> frozenset[str]: ...
+
+
 class GitBaseTree:
     """A commit in a git repository, read with `git ls-tree` and `git show` (nothing is checked out)."""
 
@@ -73,6 +80,12 @@ class GitBaseTree:
             prefix = f"{self.commit}:"
             self._greps[literal] = frozenset(p.removeprefix(prefix) for p in out.split("\0") if p)
         return self._greps[literal]
+
+    def files_matching(self, regex: str, pathspecs: Sequence[str]) -> frozenset[str]:
+        """`git grep -l -E REGEX -- PATHSPECS`: limited to a few files, a search of the 6.12 tree takes 0.2 s, not 5."""
+        out = run(["git", "-C", self.repo, "grep", "-l", "-z", "-E", "-e", regex, self.commit, "--", *pathspecs], check=False).stdout
+        prefix = f"{self.commit}:"
+        return frozenset(p.removeprefix(prefix) for p in out.split("\0") if p)
 
     def commit_subject(self, rev: str) -> str | None:
         """The subject of REV if the repository has that commit (for Fixes: tags), else None."""

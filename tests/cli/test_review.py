@@ -174,3 +174,26 @@ def test_maildir(tmp_path: Path) -> None:
     assert result.rc == ExitStatus.OK, result.stderr
     assert len(result.json()["patches"]) == 4
     shutil.rmtree(tmp_path / "md")
+
+
+def test_base_guessed_from_preimage_blobs(kernel_repo: Path, tmp_path: Path) -> None:
+    base = git(kernel_repo, "rev-parse", "HEAD").strip()
+    kconfig = kernel_repo / "arch/loongarch/Kconfig"
+    kconfig.write_text(kconfig.read_text() + "\n# a later change to a file the series touches\n")
+    git(kernel_repo, "commit", "-qam", "LoongArch: later change")
+    mbox = tmp_path / "nobase.mbox"
+    mbox.write_text("".join(ln for ln in DEMO.read_text().splitlines(keepends=True) if not ln.startswith("base-commit:")))
+    result = review(mbox, "--tree", kernel_repo, "--no-tests", "--format", "json", tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    doc = result.json()
+    assert doc["series"]["base_commit"] is None
+    assert (doc["apply"]["base"], doc["apply"]["base_source"]) == (base, "guess")
+    (note,) = [f for f in doc["findings"] if f["rule"] == "apply-base"]
+    assert note["level"] == "info" and f"pre-image blobs: {base[:12]}" in note["message"]
+
+
+def test_partial_reroll_trailers_are_not_doubled(tmp_path: Path) -> None:
+    doc = review(FIXTURES / "lore" / "partial-reroll.mbox", "--format", "json", tmp=tmp_path / "tmp").json()
+    assert doc["series"]["version"] == 2 and doc["series"]["missing"] == []
+    assert [t["name"] for t in doc["patches"][1]["trailers"] if t["source"] == "followup"] == ["Reviewed-by"]
+    assert [t["name"] for t in doc["series"]["cover"]["trailers"]] == ["Tested-by"]

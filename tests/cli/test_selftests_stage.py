@@ -1,7 +1,15 @@
 """The selftest stage end to end: only on request, regressions exit 6, hangs time out, the tree is untouched."""
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+import pytest
 
 from reviewer.errors import ExitStatus
 from tests.conftest import SERIES, git
@@ -83,3 +91,81 @@ def test_a_series_that_breaks_the_build(kernel_repo: Path, tmp_path: Path) -> No
 def test_unknown_environment_is_a_usage_error(tmp_path: Path) -> None:
     result = review(DEMO, "--env", "plain,chroot", tmp=tmp_path / "tmp")
     result.assert_one_line_error(ExitStatus.USAGE, "unknown environment chroot")
+
+
+def _procs_under(root: Path) -> list[int]:
+    """Processes whose working directory is below ROOT (the test's private TMPDIR)."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                if str(Path(os.readlink(proc / "cwd"))).startswith(str(root)):
+                    found.append(int(proc.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_ctrl_c_during_a_selftest(kernel_repo: Path, tmp_path: Path) -> None:
+    source = (kernel_repo / VDSO / "vdso_test_gettimeofday.c").read_text()
+    hang = source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1) + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n"
+    mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": hang}, "selftests/vDSO: Hang")
+    before = _state(kernel_repo)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "reviewer", str(mbox), "--tree", str(kernel_repo), "--tests", "vDSO:vdso_test_gettimeofday"],
+                            env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while not any(Path(f"/proc/{pid}/exe").exists() and "vdso_test_gettimeofday" in os.readlink(f"/proc/{pid}/exe")
+                  for pid in _procs_under(tmp) if _readable(pid)):
+        assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read() if proc.stderr else ""
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == ExitStatus.INTERRUPTED, err
+    assert "review: interrupted" in err.decode()
+    assert _procs_under(tmp) == []  # the test program's whole process group is gone
+    assert _state(kernel_repo) == before
+    assert list(tmp.iterdir()) == []
+
+
+def _readable(pid: int) -> bool:
+    try:
+        os.readlink(f"/proc/{pid}/exe")
+        return True
+    except OSError:
+        return False
+
+
+def test_a_selftest_cannot_reach_the_network(kernel_repo: Path, tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.5)
+    port = server.getsockname()[1]
+    probe = f"""// SPDX-License-Identifier: GPL-2.0
+#include <arpa/inet.h>
+#include <stdio.h>
+#include <string.h>
+#include <errno.h>
+#include <sys/socket.h>
+#include <unistd.h>
+int main(void)
+{{
+	struct sockaddr_in sa = {{ .sin_family = AF_INET, .sin_port = htons({port}) }};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {{
+		printf("# connect: %s\\n", strerror(errno));
+		return 1;
+	}}
+	printf("# connected\\n");
+	return 0;
+}}
+"""
+    mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": probe}, "selftests/vDSO: Phone home")
+    result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--format", "json", tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    patched = next(r for r in result.json()["selftests"] if r["tree"] == "patched")
+    assert patched["result"] == "fail" and "connect: Network is unreachable" in patched["log"]
+    with pytest.raises(TimeoutError):
+        server.accept()  # nothing ever connected
+    server.close()

@@ -1,0 +1,151 @@
+"""The kernel tree's own checkers on the series: scripts/checkpatch.pl and scripts/get_maintainer.pl.
+
+Kernel developers trust these scripts, so we run the tree's copies rather than imitate them and
+fold their reports into our findings. Each patch is written back as a mail and both scripts run
+on it, patches in parallel (threads around subprocesses, up to the core count).
+
+checkpatch.pl runs in a scratch directory with `--root=TREE` and GIT_DIR set: it finds its
+spelling list there and checks commit ids in the repository, while the cache it writes with
+`--strict` (`.checkpatch-camelcase.*`) lands in the scratch directory, not in the user's tree.
+get_maintainer.pl insists on running from the tree's top; it only reads.
+A tree without the scripts (the demo's kernel-shaped tree) or a machine without perl is a note.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from reviewer.errors import CommandError
+from reviewer.kernelscripts import checkpatch, get_maintainer
+from reviewer.kernelscripts.mails import Mail, render
+from reviewer.model import Finding, Level, Series
+from reviewer.proc import run
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+TIMEOUT = 300.0  # checkpatch.pl takes seconds on a patch of thousands of lines
+CODESPELL = (Path("/usr/share/codespell/dictionary.txt"), Path("/usr/lib/python3/dist-packages/codespell_lib/data/dictionary.txt"))
+IDS = ("checkpatch", "get-maintainer")
+
+
+@dataclass(frozen=True)
+class Options:
+    checkpatch: bool = True
+    strict: bool = False
+    codespell: bool = False
+    ignore: frozenset[str] = frozenset()
+    get_maintainer: bool = True
+    jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    findings: tuple[Finding, ...]
+    note: str  # for the check stage's detail
+
+
+def review(series: Series, tree: Path, options: Options) -> Outcome:
+    """Run the tree's scripts on every patch of SERIES; a note instead when they cannot run."""
+    wanted = [s for s, on in ((checkpatch.SCRIPT, options.checkpatch), (get_maintainer.SCRIPT, options.get_maintainer)) if on]
+    if not wanted:
+        return Outcome((), "checkpatch.pl: off (--no-checkpatch)")
+    absent = [s for s in wanted if not (tree / s).is_file()]
+    if absent or shutil.which("perl") is None:
+        why = f"the tree has no {', '.join(absent)}" if absent else "perl is not installed"
+        return Outcome((), f"kernel scripts skipped: {why}")
+    found: list[Finding] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="reviewer-scripts-") as scratch:
+        mails = [render(p) for p in series.patches]
+        paths = [_write(Path(scratch), m) for m in mails]
+        if options.checkpatch:
+            f, note = _checkpatch(tree, mails, Path(scratch), options)
+            found += f
+            notes.append(note)
+        if options.get_maintainer:
+            found += _get_maintainer(series, tree, mails, paths, options.jobs)
+            notes.append("get_maintainer.pl")
+    return Outcome(tuple(found), ", ".join(notes))
+
+
+def _write(scratch: Path, mail: Mail) -> Path:
+    path = scratch / f"{mail.patch.index:04d}.patch"
+    path.write_text(mail.text, encoding="utf-8")
+    return path
+
+
+def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options) -> tuple[list[Finding], str]:
+    dictionary = _codespell_file() if options.codespell else None
+    opts = checkpatch.Options(options.strict, dictionary, frozenset(t.upper() for t in options.ignore))
+    env = {"GIT_DIR": _git_dir(tree)}
+    args = checkpatch.argv(tree, opts)
+
+    def one(mail: Mail) -> list[Finding]:
+        cwd = _sandbox(tree, scratch / f"cwd-{mail.patch.index}")
+        try:
+            done = run(args, cwd=cwd, env=env, input=mail.text, timeout=TIMEOUT, check=False)
+        except CommandError as exc:
+            return [_failed("checkpatch", mail, exc.message)]
+        if done.returncode not in (0, 1):
+            return [_failed("checkpatch", mail, f"exit {done.returncode}: {done.stderr.strip()[:300]}")]
+        return list(checkpatch.parse(done.stdout, mail, sorted(opts.ignore)))
+
+    found = [f for per in gather(one, mails, options.jobs) for f in per]
+    flags = "".join(f" {f}" for f, on in (("--strict", options.strict), ("--codespell", dictionary)) if on)
+    note = f"checkpatch.pl{flags}"
+    if options.codespell and dictionary is None:
+        found.append(Finding("checkpatch/codespell", Level.INFO, "--codespell: no codespell dictionary found; typos were not checked",
+                             hint="install codespell (Debian: apt-get install codespell)"))
+    return found, note
+
+
+def _get_maintainer(series: Series, tree: Path, mails: list[Mail], paths: list[Path], jobs: int) -> list[Finding]:
+    def one(path: Path) -> list[get_maintainer.Section]:
+        return get_maintainer.parse(run(get_maintainer.argv(tree, path), cwd=tree, timeout=TIMEOUT).stdout)
+
+    try:
+        sections = gather(one, paths, jobs)
+    except CommandError as exc:
+        return [Finding("get-maintainer/failed", Level.WARNING, f"get_maintainer.pl failed: {exc.message}")]
+    if not get_maintainer.mailed(series):
+        return [get_maintainer.recipients(series, [s for per in sections for s in per])]
+    return [f for mail, per in zip(mails, sections, strict=True) for f in get_maintainer.missing_cc(mail.patch, per)]
+
+
+def gather(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
+    """FN over ITEMS in order, on up to JOBS threads (each waits on a subprocess)."""
+    if jobs <= 1 or len(items) <= 1:
+        return [fn(i) for i in items]
+    with ThreadPoolExecutor(max_workers=min(jobs, len(items))) as pool:
+        return list(pool.map(fn, items))
+
+
+def _failed(tool: str, mail: Mail, why: str) -> Finding:
+    return Finding(f"{tool}/failed", Level.WARNING, f"{tool}.pl failed on this patch: {why}", mail.patch.index)
+
+
+def _git_dir(tree: Path) -> str:
+    return run(["git", "-C", tree, "rev-parse", "--absolute-git-dir"]).stdout.strip()
+
+
+def _sandbox(tree: Path, cwd: Path) -> Path:
+    """checkpatch's working directory: its include/ (CamelCase seeding) and .checkpatch.conf are the tree's."""
+    cwd.mkdir()
+    for name in ("include", ".checkpatch.conf"):
+        if (tree / name).exists():
+            (cwd / name).symlink_to(tree / name)
+    return cwd
+
+
+def _codespell_file() -> Path | None:
+    spec = importlib.util.find_spec("codespell_lib")
+    ours = [Path(spec.origin).parent / "data" / "dictionary.txt"] if spec and spec.origin else []
+    return next((p for p in (*CODESPELL, *ours) if p.is_file()), None)

@@ -1,0 +1,50 @@
+"""scripts/checkpatch.pl on one patch mail -> findings `checkpatch/<TYPE>`.
+
+Run as `checkpatch.pl --terse --no-summary --mailback --show-types --emacs -` with the mail on
+stdin: one line per report, `-:LINE: LEVEL:TYPE: message`, LINE being the mail's line. Exit 1
+means it reported something; anything else but 0 is a failure of the script.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer.kernelscripts.mails import Mail
+from reviewer.model import Finding, Level
+
+SCRIPT = "scripts/checkpatch.pl"
+REPORT = re.compile(r"^(?P<file>.*?):(?P<line>\d+): (?P<level>ERROR|WARNING|CHECK):(?P<type>[A-Z0-9_]+): (?P<msg>.*)$")
+LEVELS = {"ERROR": Level.ERROR, "WARNING": Level.WARNING, "CHECK": Level.INFO}
+
+
+@dataclass(frozen=True)
+class Options:
+    strict: bool = False
+    codespell_file: Path | None = None  # None: no --codespell
+    ignore: frozenset[str] = frozenset()  # checkpatch types
+
+
+def argv(tree: Path, options: Options) -> list[str]:
+    args = ["perl", str(tree / SCRIPT), f"--root={tree}", "--terse", "--no-summary", "--mailback", "--show-types",
+            "--emacs", "--color=never"]
+    if options.strict:
+        args.append("--strict")
+    if options.codespell_file is not None:
+        args += ["--codespell", f"--codespellfile={options.codespell_file}"]
+    if options.ignore:
+        args.append(f"--ignore={','.join(sorted(options.ignore))}")
+    return [*args, "-"]
+
+
+def parse(output: str, mail: Mail, ignore: Sequence[str] = ()) -> Iterator[Finding]:
+    """Every report in OUTPUT as a finding on MAIL's patch, at the file and line it names."""
+    for text in output.splitlines():
+        m = REPORT.match(text)
+        if m is None or m["type"] in ignore:
+            continue
+        where = mail.where(int(m["line"]))
+        quote = (f"+{where.added}",) if where.added is not None else ()
+        yield Finding(f"checkpatch/{m['type']}", LEVELS[m["level"]], m["msg"].strip(), mail.patch.index,
+                      where.path, where.line, quote=quote)
