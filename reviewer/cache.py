@@ -15,9 +15,14 @@ FRESH_SECONDS = 600.0
 _SUFFIX = ".mbox"
 
 
-def directory() -> Path:
+def root() -> Path:
+    """$XDG_CACHE_HOME/reviewer (default ~/.cache/reviewer): threads/ and worktrees/ live here."""
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "reviewer" / "threads"
+    return Path(base) / "reviewer"
+
+
+def directory() -> Path:
+    return root() / "threads"
 
 
 def _path(msgid: str) -> Path:

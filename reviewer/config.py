@@ -41,17 +41,21 @@ class Config:
     disable: frozenset[str] = frozenset()
     levels: Mapping[str, Level] = field(default_factory=lambda: MappingProxyType({}))
     checkpatch_ignore: frozenset[str] = frozenset()  # checkpatch.pl types, upper case
+    reuse_worktrees: bool = False  # git config reviewer.reuseWorktrees: keep worktrees in the cache
 
 
 def load(cwd: Path, tree: Path | None = None) -> Config:
-    """The merged configuration: the tree's .reviewer.toml, then git config in CWD."""
+    """The merged configuration: the tree's .reviewer.toml, the tree's git config, then git config in CWD."""
     base = from_toml(tree / TREE_FILE, tree) if tree is not None and (tree / TREE_FILE).is_file() else Config()
+    if tree is not None and tree.resolve() != cwd.resolve():
+        base = merge(base, from_git(tree))
     return merge(base, from_git(cwd))
 
 
 def merge(first: Config, second: Config) -> Config:
-    return Config(first.rule_dirs + second.rule_dirs, first.disable | second.disable,
-                  MappingProxyType({**first.levels, **second.levels}), first.checkpatch_ignore | second.checkpatch_ignore)
+    return Config(tuple(dict.fromkeys(first.rule_dirs + second.rule_dirs)), first.disable | second.disable,
+                  MappingProxyType({**first.levels, **second.levels}), first.checkpatch_ignore | second.checkpatch_ignore,
+                  first.reuse_worktrees or second.reuse_worktrees)
 
 
 def from_git(cwd: Path) -> Config:
@@ -61,7 +65,15 @@ def from_git(cwd: Path) -> Config:
     for key, value in _git_regexp(cwd, r"^reviewer\.level\."):
         levels[key.removeprefix("reviewer.level.")] = _level(key, value)
     ignore = _types(_git_all(cwd, "reviewer.checkpatchIgnore"))
-    return Config(tuple(Path(d).expanduser() for d in dirs), frozenset(disable), MappingProxyType(levels), ignore)
+    reuse = _git_bool(cwd, "reviewer.reuseWorktrees")
+    return Config(tuple(Path(d).expanduser() for d in dirs), frozenset(disable), MappingProxyType(levels), ignore, reuse)
+
+
+def _git_bool(cwd: Path, key: str) -> bool:
+    done = run(["git", "-C", str(cwd), "config", "--type=bool", "--get", key], check=False)
+    if done.returncode == 128 or (done.returncode == 1 and done.stderr.strip()):
+        raise ConfigError(f"{key}: expected a boolean (true/false)", HINT)
+    return done.stdout.strip() == "true"
 
 
 def _types(values: Iterable[str]) -> frozenset[str]:

@@ -16,7 +16,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import config, kernelscripts, selftest_stage, worktree
+from reviewer import cache, config, kernelscripts, selftest_stage, worktree
 from reviewer import target as targets
 from reviewer.checks import CHECKS, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
@@ -181,7 +181,7 @@ def _apply(run: _Run, request: Request) -> str:
         where = "guessed from the patches' pre-image blobs:" if source == "guess" else "applied to HEAD"
         run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
-    run.patched = run.stack.enter_context(worktree.isolated(request.tree, base, _touched(run.series)))
+    run.patched = run.stack.enter_context(_worktree(run, request.tree, base))
     results = worktree.apply_series(run.patched, run.series)
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
@@ -189,6 +189,14 @@ def _apply(run: _Run, request: Request) -> str:
         raise ApplyError(f"patch {failed.index}/{run.series.total} does not apply to {base[:12]}: {failed.detail}",
                          "check the base with --base REF; the tree was left untouched")
     return f"{len(results)} patches applied to {base[:12]} ({source})"
+
+
+def _worktree(run: _Run, tree: Path, base: str) -> AbstractContextManager[Path]:
+    """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees)."""
+    assert run.series is not None
+    if run.config.reuse_worktrees:
+        return worktree.cached(tree, base, _touched(run.series), cache.root() / "worktrees")
+    return worktree.isolated(tree, base, _touched(run.series))
 
 
 def _touched(series: Series) -> list[str]:
@@ -225,7 +233,7 @@ def _choose(run: _Run, request: Request) -> list[Chosen]:
 
 def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
-    base_wt = run.stack.enter_context(worktree.isolated(request.tree, run.base[0], _touched(run.series)))
+    base_wt = run.stack.enter_context(_worktree(run, request.tree, run.base[0]))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
                                dict(request.test_env), request.benchmarks)

@@ -169,3 +169,24 @@ int main(void)
     with pytest.raises(TimeoutError):
         server.accept()  # nothing ever connected
     server.close()
+
+
+def test_reused_worktrees_are_reset_between_runs(kernel_repo: Path, tmp_path: Path) -> None:
+    git(kernel_repo, "config", "reviewer.reuseWorktrees", "true")
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "reviewer" / "worktrees"
+    for attempt in range(2):
+        result = review(DEMO, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_getrandom", "--test-env", "VDSO_BENCH_CALLS=20000",
+                        "--format", "json", tmp=tmp_path / f"tmp{attempt}")
+        assert result.rc == ExitStatus.OK, result.stderr
+        assert [p["status"] for p in result.json()["apply"]["patches"]] == ["applied"] * 4
+    slots = sorted(p for p in cache.glob("*/*") if p.is_dir())
+    assert len(slots) == 2  # patched and base, kept for the next run
+    listed = git(kernel_repo, "worktree", "list", "--porcelain")
+    base = git(kernel_repo, "rev-parse", "HEAD").strip()
+    for slot in slots:
+        assert f"worktree {slot}" in listed
+        assert git(slot, "status", "--porcelain", "--ignored") == ""  # no build products, no half-applied series
+        assert git(slot, "rev-parse", "HEAD").strip() == base
+    git(kernel_repo, "config", "reviewer.reuseWorktrees", "maybe")
+    result = review(DEMO, "--tree", kernel_repo, tmp=tmp_path / "tmp3")
+    result.assert_one_line_error(ExitStatus.CONFIG, "reviewer.reuseWorktrees: expected a boolean")
