@@ -338,7 +338,9 @@ def _report(result: Review, fmt: Format, color: bool | None) -> None:
     if fmt is Format.JSON:
         sys.stdout.write(json_report.dumps(result))
     else:
-        out = Console(force_terminal=color, no_color=color is False, highlight=False)
+        # Piped or redirected output is not squeezed into rich's default 80 columns.
+        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
+        out = Console(force_terminal=color, no_color=color is False, highlight=False, width=width)
         terminal.render(result, out)
     sys.stdout.flush()
 
