@@ -27,7 +27,7 @@ import requests
 
 from reviewer.errors import FetchError, InputError
 from reviewer.model import Cover, Patch, Person, Series, Trailer
-from reviewer.patchparse import split_message
+from reviewer.patchparse import notes, split_message
 
 Message = email.message.EmailMessage
 _POLICY = email.policy.EmailPolicy(utf8=True, linesep="\n")
@@ -142,6 +142,7 @@ def _patch(lmsg: b4.LoreMessage, index: int, total: int) -> Patch:
         encoding_note=note,
         to=_addresses(lmsg.msg, "To"),
         cc=_addresses(lmsg.msg, "Cc"),
+        notes=notes(lmsg.body),
     )
 
 

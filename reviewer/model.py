@@ -110,6 +110,7 @@ class Patch:
     encoding_note: str | None = None
     to: tuple[str, ...] = ()  # the mail's To: addresses, for a reply-all
     cc: tuple[str, ...] = ()  # the mail's Cc: addresses
+    notes: str = ""  # below the `---` and above the diff, diffstat left out: often the changelog
 
     @property
     def added(self) -> int:

@@ -31,6 +31,21 @@ def split_message(body: str) -> tuple[str, str]:
     return (message + "\n" if message else ""), diff
 
 
+_DIFFSTAT = re.compile(r"^ (\S.*\|\s+(\d+ ?[+-]*|Bin .*)|\d+ files? changed.*|(create|delete) mode \d+ .*|rename .*\(\d+%\)|copy .*\(\d+%\)|mode change .*)$")
+
+
+def notes(body: str) -> str:
+    """What the author wrote between the `---` and the diff (changelog, remarks), without the diffstat."""
+    body = body.replace("\r\n", "\n")
+    start = _DIFF_START.search(body)
+    head = body[: start.start()] if start else body
+    parts = _CUT.split(head, maxsplit=1)
+    if len(parts) < 2:
+        return ""
+    kept = [ln for ln in parts[1].splitlines() if not _DIFFSTAT.match(ln)]
+    return "\n".join(kept).strip("\n") + "\n" if any(ln.strip() for ln in kept) else ""
+
+
 def parse_diff(diff: str, where: str = "patch") -> tuple[FileChange, ...]:
     """Parse DIFF into file changes; a malformed diff raises InputError naming WHERE."""
     if not diff.strip():

@@ -197,3 +197,15 @@ def test_partial_reroll_trailers_are_not_doubled(tmp_path: Path) -> None:
     assert doc["series"]["version"] == 2 and doc["series"]["missing"] == []
     assert [t["name"] for t in doc["patches"][1]["trailers"] if t["source"] == "followup"] == ["Reviewed-by"]
     assert [t["name"] for t in doc["series"]["cover"]["trailers"]] == ["Tested-by"]
+
+
+def test_changelog_of_a_single_v2_patch_below_the_cut(tmp_path: Path) -> None:
+    text = (SERIES / "single-patch.mbox").read_text().replace("Subject: [PATCH]", "Subject: [PATCH v2]", 1)
+    without = tmp_path / "v2.mbox"
+    without.write_text(text)
+    rules = [f["rule"] for f in review(without, "--format", "json", tmp=tmp_path / "t1").json()["findings"]]
+    assert "changelog" in rules
+    with_notes = tmp_path / "v2-notes.mbox"
+    with_notes.write_text(text.replace("\n---\n", "\n---\nv2: reworded the comment, as asked\n\n", 1))
+    rules = [f["rule"] for f in review(with_notes, "--format", "json", tmp=tmp_path / "t2").json()["findings"]]
+    assert "changelog" not in rules

@@ -111,3 +111,13 @@ def numstat_of(patch: str, cwd: Path) -> list[tuple[int, int] | None]:
         add, rem, _ = line.split("\t", 2)
         rows.append(None if add == "-" else (int(add), int(rem)))
     return rows
+
+
+def test_notes_below_the_cut_without_the_diffstat() -> None:
+    from reviewer.patchparse import notes
+
+    body = ("Why.\n\nSigned-off-by: A <a@example.org>\n---\nv2: use the helper\n\n arch/x/Kconfig | 1 +\n"
+            " 1 file changed, 1 insertion(+)\n create mode 100644 x\n\ndiff --git a/x b/x\n")
+    assert notes(body) == "v2: use the helper\n"
+    assert notes("Why.\n---\n a | 1 +\n 1 file changed, 1 insertion(+)\n\ndiff --git a/a b/a\n") == ""
+    assert notes("no cut at all\n") == ""
