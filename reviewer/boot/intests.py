@@ -1,0 +1,93 @@
+"""Which in-kernel tests a series calls for: a built-in map, KUnit suites beside the touched files, rules.
+
+An in-kernel test runs while the kernel boots (built in, =y): dmapool_test prints per-size
+times; a KUnit suite prints KTAP. Each names the Kconfig symbols that build it.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class InTest:
+    name: str  # "dmapool_test", "kunit:cmdline"
+    kind: str  # "dmapool" | "kunit"
+    symbols: tuple[str, ...]  # Kconfig symbols to set =y
+    paths: tuple[str, ...] = ()  # anchored regexes of the files it tests
+    source: str = ""  # the test's source file, for the "would run" listing
+
+
+# The built-in map: tests whose source does not sit beside the code they measure.
+BUILTIN: tuple[InTest, ...] = (
+    InTest("dmapool_test", "dmapool", ("DMAPOOL_TEST",),
+           (r"^mm/dmapool(_test)?\.c$", r"^include/linux/dmapool\.h$"), "mm/dmapool_test.c"),
+    InTest("kunit:slub_test", "kunit", ("KUNIT", "SLUB_KUNIT_TEST", "!SLUB_TINY", "SYSFS", "SLUB_DEBUG"),
+           (r"^mm/slub\.c$",), "lib/slub_kunit.c"),
+)
+
+_SUITE_CALL = re.compile(r"^\s*kunit_test_(?:init_section_)?suites?\(", re.M)
+_SUITE_NAME = re.compile(r"struct kunit_suite\s+\w+\s*=\s*\{[^}]*?\.name\s*=\s*\"(?P<name>[^\"]+)\"", re.S)
+_AFFIXES = re.compile(r"^(?:test_|test-)|(?:_kunit_test|_kunit|_test|-test|_tests|-kunit)$")
+
+
+def relevant(touched: Iterable[str], tree: Path | None = None, extra: Sequence[InTest] = ()) -> list[tuple[InTest, str]]:
+    """(test, why) for each in-kernel test the touched paths call for; TREE (the base tree, for
+    KUnit suites beside a touched file) may be sparse as long as the touched directories are there."""
+    found: dict[str, tuple[InTest, str]] = {}
+    paths = list(touched)
+    for test in (*extra, *BUILTIN):
+        hit = next((p for p in paths if any(re.search(rx, p) for rx in test.paths)), None)
+        if hit is not None and test.name not in found:
+            found[test.name] = (test, f"{hit} is covered by {test.source or test.name}")
+    for path in paths if tree is not None else []:
+        assert tree is not None
+        for test in kunit_beside(tree, path):
+            why = f"{path} is the KUnit suite" if test.source == path else f"KUnit suite {test.source} sits beside {path}"
+            found.setdefault(test.name, (test, why))
+    return list(found.values())
+
+
+def kunit_beside(tree: Path, path: str) -> list[InTest]:
+    """KUnit suites in PATH's directory (or its tests/ subdirectory) named after PATH's file."""
+    rel = Path(path)
+    stem = _AFFIXES.sub("", rel.stem)
+    candidates = [*(tree / rel.parent).glob("*.c"), *(tree / rel.parent / "tests").glob("*.c")]
+    out = []
+    for c in sorted(candidates):
+        if _AFFIXES.sub("", c.stem) == stem and (t := kunit_suite(tree, c)) is not None:
+            out.append(t)
+    return out
+
+
+def kunit_suite(tree: Path, source: Path) -> InTest | None:
+    """The InTest for a KUnit source file: its suite name, and the symbol its Makefile builds it with."""
+    text = source.read_text(errors="replace")
+    if not _SUITE_CALL.search(text):
+        return None
+    name = m["name"] if (m := _SUITE_NAME.search(text)) else source.stem
+    symbol = makefile_symbol(source.parent / "Makefile", source.stem)
+    if symbol is None:
+        return None
+    rel = str(source.relative_to(tree))
+    return InTest(f"kunit:{name}", "kunit", ("KUNIT", symbol), (f"^{re.escape(rel)}$",), rel)
+
+
+def makefile_symbol(makefile: Path, obj: str) -> str | None:
+    if not makefile.is_file():
+        return None
+    rx = re.compile(rf"^obj-\$\(CONFIG_(?P<sym>\w+)\)\s*[+:]?=.*(?<![\w-]){re.escape(obj)}\.o\b", re.M)
+    m = rx.search(makefile.read_text(errors="replace").replace("\\\n", " "))
+    return m["sym"] if m else None
+
+
+def symbols(tests: Iterable[InTest]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(s for t in tests for s in t.symbols))
+
+
+def describe(test: InTest) -> str:
+    """How the test would run, for the report when booting is not asked for."""
+    config = " ".join(f"CONFIG_{s}=y" for s in test.symbols if not s.startswith("!"))
+    return f"{test.name}: tinyconfig + {config}, booted under QEMU on base and patched"

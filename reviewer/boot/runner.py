@@ -1,0 +1,133 @@
+"""Build and boot base and patched kernels for the in-kernel tests the series calls for; compare.
+
+The cache directory (one per kernel tree) holds the private source checkout, one build
+directory per environment (incremental across sides and runs), ccache's store, and the
+bzImages already built, keyed by commit and fragment, so that a base is built once.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import shutil
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewer.boot import ab, kconfig, qemu, srctree
+from reviewer.boot.intests import InTest, relevant, symbols
+from reviewer.errors import SelftestError, UsageError
+from reviewer.model import BenchResult, Finding, TestRun
+
+KEEP_IMAGES = 24
+REPEAT_UNDER = 20.0  # seconds: boots longer than this run once
+
+
+@dataclass(frozen=True)
+class Outcome:
+    runs: tuple[TestRun, ...] = ()
+    benchmarks: tuple[BenchResult, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    tests: tuple[tuple[InTest, str], ...] = ()  # what was chosen, and why
+    config: dict[str, tuple[str, ...]] = field(default_factory=dict)  # env -> the fragment on top of tinyconfig
+    logs: dict[str, str] = field(default_factory=dict)  # "base/plain" -> console log path
+    accel: str = ""  # kvm | tcg
+
+
+def run_intests(
+    base_wt: Path, patched_wt: Path, touched: Sequence[str], envs: tuple[str, ...], cache_dir: Path, timeout: float,
+    *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float = 1.25, boots: int = 3,
+    build_timeout: float = kconfig.BUILD_TIMEOUT, commits: tuple[str, str] | None = None,
+) -> Outcome:
+    """Build base and patched (the worktrees' commits, or COMMITS: the worktrees may be sparse) in each
+    environment, boot each up to BOOTS times (TIMEOUT seconds of wall clock per boot), and compare."""
+    if unknown := [e for e in envs if e not in kconfig.ENVS]:
+        raise UsageError(f"unknown boot environment {unknown[0]!r}", f"choose from: {', '.join(kconfig.ENVS)}")
+    chosen = relevant(touched, base_wt, extra)
+    if not chosen:
+        return Outcome()
+    preflight()
+    tests = [t for t, _ in chosen]
+    base, patched = commits or (srctree.commit_of(base_wt), srctree.commit_of(patched_wt))
+    trees = {"base": base, "patched": patched}
+    logs = log_dir or cache_dir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    out = Outcome(tests=tuple(chosen), config={e: kconfig.fragment(symbols(tests), e) for e in envs})
+    with _locked(cache_dir):
+        for env in envs:
+            sides = {tree: _side(srctree.git_dir(base_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
+                     for tree, c in trees.items()}
+            sides = _boot(sides, boots, timeout, logs, out.logs)
+            out = _merge(out, tests, sides, slower_than)
+    return out
+
+
+# The commands a boot needs, and the Debian packages that bring them.
+TOOLS = {"make": "make", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc", qemu.QEMU: "qemu-system-x86"}
+
+
+def preflight() -> None:
+    """Fail before building anything when a tool is missing (else both sides "fail to build")."""
+    missing = [cmd for cmd in TOOLS if shutil.which(cmd) is None]
+    if missing:
+        pkgs = " ".join(TOOLS[c] for c in missing)
+        raise SelftestError(f"booting in-kernel tests needs {', '.join(missing)}", f"install them: apt-get install {pkgs} libelf-dev")
+
+
+def _side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
+    """The kernel of COMMIT in ENV: the cached image, else a build in the env's build directory."""
+    key = hashlib.sha256("\n".join((commit, *lines)).encode()).hexdigest()[:16]
+    image = cache / "images" / f"{commit[:12]}-{env}-{key}.bzImage"
+    if image.is_file():
+        return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
+    srctree.checkout(git, commit, cache / "src")
+    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout)
+    if b.ok and b.image is not None:
+        image.parent.mkdir(exist_ok=True)
+        shutil.copyfile(b.image, image)
+        _prune(image.parent)
+        b = kconfig.Build(True, b.seconds, image, lines, b.log, problems=b.problems)
+    return ab.Side(tree, env, b)
+
+
+def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str]) -> dict[str, ab.Side]:
+    """Boot the sides in turn, up to BOOTS rounds (alternating, so that a slow moment hits both) for
+    medians. A side boots again only while its boots are clean and short: a hang or a splat
+    will come back, and a minute-long test (debug, TCG) averages out its own noise."""
+    done: dict[str, list[qemu.Boot]] = {tree: [] for tree in sides}
+    for n in range(boots):
+        for tree, side in sides.items():
+            if side.build.image is None or (n and not _again(done[tree])):
+                continue
+            log = logs / f"boot-{tree}-{side.env}{f'-{n + 1}' if n else ''}.log"
+            done[tree].append(qemu.boot(side.build.image, timeout, log))
+            paths.setdefault(f"{tree}/{side.env}", str(log))
+    return {tree: ab.Side(s.tree, s.env, s.build, tuple(done[tree])) for tree, s in sides.items()}
+
+
+def _again(previous: list[qemu.Boot]) -> bool:
+    last = previous[-1] if previous else None
+    return last is not None and last.seconds < REPEAT_UNDER and ab.clean(last)
+
+
+def _merge(out: Outcome, tests: list[InTest], sides: dict[str, ab.Side], slower_than: float) -> Outcome:
+    runs = [r for s in sides.values() for r in ab.runs(tests, s)]
+    findings = [f for s in sides.values() for f in ab.side_findings(s)]
+    bench, more = ab.compare(tests, sides["base"], sides["patched"], slower_than)
+    accel = next((b.accel for s in sides.values() for b in s.boots), out.accel)
+    return Outcome((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
+                   out.tests, out.config, out.logs, accel)
+
+
+@contextlib.contextmanager
+def _locked(cache: Path) -> Iterator[None]:
+    """One review at a time per cache: the checkout and build directories are shared."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
+
+
+def _prune(images: Path) -> None:
+    for old in sorted(images.glob("*.bzImage"), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
+        old.unlink(missing_ok=True)
