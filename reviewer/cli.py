@@ -76,6 +76,9 @@ def main_command(
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
     bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, help="Runs per benchmark and tree (the median is reported).")] = 3,
     slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
+    boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
+    boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
+    boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
     bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
@@ -104,6 +107,7 @@ def main_command(
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
+                      boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout,
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
                           checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
         if fmt in B4_FORMATS:
@@ -179,6 +183,16 @@ def _envs(text: str) -> tuple[str, ...]:
     unknown = [e for e in envs if e not in ENVS]
     if unknown or not envs:
         raise UsageError(f"--env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(ENVS)}")
+    return envs
+
+
+def _boot_envs(text: str) -> tuple[str, ...]:
+    from reviewer.boot.kconfig import ENVS as BOOT_ENVS
+
+    envs = _list(text)
+    unknown = [e for e in envs if e not in BOOT_ENVS]
+    if unknown or not envs:
+        raise UsageError(f"--boot-env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(BOOT_ENVS)}")
     return envs
 
 

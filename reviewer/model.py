@@ -247,6 +247,7 @@ class Review:
     chosen: tuple[ChosenTest, ...] = ()
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
+    boot: dict[str, object] | None = None  # accel, the kernel config fragment per env, console logs
 
     @property
     def errors(self) -> int:

@@ -9,6 +9,8 @@ was learned before it. Worktrees live until the last stage ends, and are always 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -16,7 +18,7 @@ from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import cache, config, kernelscripts, selftest_stage, worktree
+from reviewer import boot, cache, config, kernelscripts, selftest_stage, worktree
 from reviewer import target as targets
 from reviewer.checks import CHECKS, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
@@ -60,6 +62,9 @@ class Request:
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
     benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
+    boot: bool = False  # --boot: build and boot base and patched kernels for in-kernel tests
+    boot_envs: tuple[str, ...] = ("plain",)  # plain | debug
+    boot_timeout: float = 300.0  # wall clock per boot
     checkpatch: bool = True  # with a tree: the tree's scripts/checkpatch.pl (--no-checkpatch)
     checkpatch_strict: bool = False  # checkpatch.pl --strict (CHECK reports, as info)
     codespell: bool = False  # checkpatch.pl --codespell
@@ -79,10 +84,12 @@ class _Run:
     chosen: list[Chosen] = field(default_factory=list)
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
+    boot: dict[str, object] | None = None
 
     def review(self) -> Review:
         chosen = tuple(ChosenTest(str(c.ref), c.why) for c in self.chosen)
-        return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply, chosen, self.selftests, self.benchmarks)
+        return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply, chosen, self.selftests,
+                      self.benchmarks, self.boot)
 
 
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
@@ -99,7 +106,8 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
             ("check", lambda: _check(run, request)),
         ]
         if request.tree is not None:
-            steps += [("apply", lambda: _apply(run, request)), ("selftests", lambda: _selftests(run, request))]
+            steps += [("apply", lambda: _apply(run, request)), ("selftests", lambda: _selftests(run, request)),
+                      ("boot", lambda: _boot(run, request))]
         for name, step in steps:
             error = _stage(run, name, step, progress)
             if error is not None:
@@ -107,6 +115,7 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
         if request.tree is None:
             run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
             run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
+            run.stages.append(StageResult("boot", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
         return run.review(), None
 
 
@@ -220,6 +229,31 @@ def _selftests(run: _Run, request: Request) -> str:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
                             "see the selftests section of the report for the logs")
     return f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures"
+
+
+def _boot(run: _Run, request: Request) -> str:
+    """In-kernel tests (dmapool_test, KUnit): tinyconfig kernels of base and patched, booted under QEMU."""
+    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
+    touched = _touched(run.series)
+    chosen = boot.relevant(touched, run.patched)
+    run.chosen += [Chosen(TestRef("boot", t.name), (why,)) for t, why in chosen]
+    if not chosen:
+        return "skipped: no in-kernel test is relevant to this series"
+    if not request.boot:
+        return f"skipped: would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)"
+    patched = worktree.git(run.patched, "rev-parse", "HEAD").strip()
+    # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
+    cache_dir = Path(os.environ.get("REVIEWER_BOOT_CACHE") or cache.root() / "boot" / hashlib.sha1(str(request.tree.resolve()).encode()).hexdigest()[:16])
+    out = boot.run_intests(run.patched, run.patched, touched, request.boot_envs, cache_dir, request.boot_timeout,
+                           slower_than=request.slower_than, commits=(run.base[0], patched))
+    run.selftests += out.runs
+    run.benchmarks += out.benchmarks
+    run.findings.extend(out.findings)
+    run.boot = {"accel": out.accel, "config": {k: list(v) for k, v in out.config.items()}, "logs": dict(out.logs)}
+    errors = [f for f in out.findings if f.level is Level.ERROR]
+    if errors:
+        raise SelftestError(f"{len(errors)} in-kernel test problem(s): {errors[0].message}", "the console logs are listed in the report (boot.logs)")
+    return f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures"
 
 
 def _choose(run: _Run, request: Request) -> list[Chosen]:

@@ -129,7 +129,7 @@ def _apply(review: Review) -> Text:
 
 
 def _chosen(review: Review) -> Text:
-    text = Text("Relevant selftests:\n", style="bold")
+    text = Text("Relevant tests:\n", style="bold")
     for c in review.chosen:
         text.append(f"  {c.test}", style="bold")
         text.append(f"  ({'; '.join(c.why)})\n")

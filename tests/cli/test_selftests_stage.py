@@ -190,3 +190,20 @@ def test_reused_worktrees_are_reset_between_runs(kernel_repo: Path, tmp_path: Pa
     git(kernel_repo, "config", "reviewer.reuseWorktrees", "maybe")
     result = review(DEMO, "--tree", kernel_repo, tmp=tmp_path / "tmp3")
     result.assert_one_line_error(ExitStatus.CONFIG, "reviewer.reuseWorktrees: expected a boolean")
+
+
+def test_in_kernel_tests_are_listed_not_booted_without_asking(kernel_repo: Path, tmp_path: Path) -> None:
+    result = review(SERIES / "dmapool-v1-v2.mbox", "--tree", kernel_repo, "--format", "json", tmp=tmp_path / "tmp")
+    assert result.rc in (ExitStatus.OK, ExitStatus.FINDINGS), result.stderr
+    doc = result.json()
+    stage = next(st for st in doc["stages"] if st["name"] == "boot")
+    assert stage["status"] == "skipped"
+    assert "would boot dmapool_test: tinyconfig + CONFIG_DMAPOOL_TEST=y, booted under QEMU on base and patched" in stage["detail"]
+    (chosen,) = [c for c in doc["selftests_chosen"] if c["test"] == "boot:dmapool_test"]
+    assert any("mm/dmapool.c" in why for why in chosen["why"])
+    assert doc["boot"] is None and not [r for r in doc["selftests"] if r["name"].startswith("boot:")]
+
+
+def test_unknown_boot_environment_is_a_usage_error(tmp_path: Path) -> None:
+    result = review(DEMO, "--boot-env", "plain,kasan", tmp=tmp_path / "tmp")
+    result.assert_one_line_error(ExitStatus.USAGE, "unknown environment kasan")
