@@ -40,6 +40,8 @@ def _b4_quiet(debug: bool = False) -> Iterator[None]:
     logger = logging.getLogger("b4")
     saved = (b4.can_network, logger.level, logger.propagate)
     b4.can_network = False
+    if not b4.get_main_config():  # b4's defaults and the user's b4.* git config (attestation policy, keyrings)
+        b4._setup_main_config()
     logger.setLevel(logging.DEBUG if debug else logging.CRITICAL + 1)
     logger.propagate = debug
     try:
@@ -143,7 +145,18 @@ def _patch(lmsg: b4.LoreMessage, index: int, total: int) -> Patch:
         to=_addresses(lmsg.msg, "To"),
         cc=_addresses(lmsg.msg, "Cc"),
         notes=notes(lmsg.body),
+        attestation=_attestation(lmsg),
     )
+
+
+def _attestation(lmsg: b4.LoreMessage) -> tuple[str, ...]:
+    """b4's verdict on the message's patatt signatures (and DKIM, which needs the network):
+    one "<status> <identity>" per attestor, status signed | badsig | nokey."""
+    try:
+        found, _passing, _critical = lmsg.get_attestation_status("softfail")
+    except (ValueError, OSError, KeyError) as exc:  # a malformed signature header
+        return (f"badsig unreadable signature ({exc})",)
+    return tuple(f"{a['status']} {a['identity']}" + (f" (From: {a['mismatch']})" if a.get("mismatch") else "") for a in found)
 
 
 def _cover(lmsg: b4.LoreMessage) -> Cover:

@@ -111,6 +111,7 @@ class Patch:
     to: tuple[str, ...] = ()  # the mail's To: addresses, for a reply-all
     cc: tuple[str, ...] = ()  # the mail's Cc: addresses
     notes: str = ""  # below the `---` and above the diff, diffstat left out: often the changelog
+    attestation: tuple[str, ...] = ()  # "signed ed25519/a@b", "badsig ...", "nokey ..." (patatt; DKIM via b4)
 
     @property
     def added(self) -> int:

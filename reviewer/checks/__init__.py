@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 from types import ModuleType
 
 from reviewer.checks import (
+    attestation,
     author_signoff,
     base_commit,
     change_id,
@@ -62,7 +63,7 @@ def _check(module: ModuleType) -> Check:
 CHECKS: dict[str, Check] = {c.id: c for c in map(_check, (
     series_complete, author_signoff, patch_encoding, fixes_tag, subject_format, change_id, changelog,
     cover_letter, base_commit, spdx_header, kconfig_symbol_exists, selftest_registered, doc_toctree,
-    maintainers_coverage,
+    maintainers_coverage, attestation,
 ))}
 
 

@@ -74,6 +74,7 @@ def _patch(p: Patch) -> dict[str, Any]:
         "author": _person(p.author),
         "date": p.date.isoformat() if p.date else None,
         "trailers": [_trailer(t) for t in p.trailers],
+        "attestation": list(p.attestation),
         "files": [_file(f) for f in p.files],
         "added": p.added,
         "removed": p.removed,

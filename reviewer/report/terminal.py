@@ -70,7 +70,7 @@ def _patch_table(review: Review) -> Table:
         if p is None:
             table.add_row(f"{index}/{s.total}", Text("(missing from the thread)", style="bold red"), "", "", "", "", "")
             continue
-        given = [t.name for t in p.trailers if t.source == "followup"]
+        given = [t.name for t in p.trailers if t.source == "followup"] + [f"attest: {a.split(' ', 1)[0]}" for a in p.attestation]
         table.add_row(
             f"{index}/{s.total}", p.subject, str(len(p.files)), f"+{p.added}", f"-{p.removed}",
             _counts(counts, index), ", ".join(given),
