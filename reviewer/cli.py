@@ -179,21 +179,22 @@ def _list(text: str) -> tuple[str, ...]:
 
 
 def _envs(text: str) -> tuple[str, ...]:
-    envs = _list(text)
-    unknown = [e for e in envs if e not in ENVS]
-    if unknown or not envs:
-        raise UsageError(f"--env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(ENVS)}")
-    return envs
+    return _choices("--env", text, ENVS)
 
 
 def _boot_envs(text: str) -> tuple[str, ...]:
     from reviewer.boot.kconfig import ENVS as BOOT_ENVS
 
-    envs = _list(text)
-    unknown = [e for e in envs if e not in BOOT_ENVS]
-    if unknown or not envs:
-        raise UsageError(f"--boot-env {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(BOOT_ENVS)}")
-    return envs
+    return _choices("--boot-env", text, BOOT_ENVS)
+
+
+def _choices(option: str, text: str, known: Iterable[str]) -> tuple[str, ...]:
+    """A comma-separated list of environment names, each one of KNOWN."""
+    names, known = _list(text), list(known)
+    unknown = [n for n in names if n not in known]
+    if unknown or not names:
+        raise UsageError(f"{option} {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(known)}")
+    return names
 
 
 def _benchmarks(text: str | None) -> tuple[str, ...]:
