@@ -146,6 +146,8 @@ def _patch(lmsg: b4.LoreMessage, index: int, total: int) -> Patch:
         cc=_addresses(lmsg.msg, "Cc"),
         notes=notes(lmsg.body),
         attestation=_attestation(lmsg),
+        mail_subject=lmsg.full_subject,
+        references=_references(lmsg),
     )
 
 
@@ -168,7 +170,13 @@ def _cover(lmsg: b4.LoreMessage) -> Cover:
         trailers=_followups(lmsg),
         to=_addresses(lmsg.msg, "To"),
         cc=_addresses(lmsg.msg, "Cc"),
+        mail_subject=lmsg.full_subject,
+        references=_references(lmsg),
     )
+
+
+def _references(lmsg: b4.LoreMessage) -> tuple[str, ...]:
+    return tuple(r for r in lmsg.references if r != lmsg.msgid)
 
 
 def _addresses(msg: Message, header: str) -> tuple[str, ...]:

@@ -112,6 +112,8 @@ class Patch:
     cc: tuple[str, ...] = ()  # the mail's Cc: addresses
     notes: str = ""  # below the `---` and above the diff, diffstat left out: often the changelog
     attestation: tuple[str, ...] = ()  # "signed ed25519/a@b", "badsig ...", "nokey ..." (patatt; DKIM via b4)
+    mail_subject: str = ""  # the Subject: as sent, prefixes and all ("[RFC PATCH v2 3/5] ...")
+    references: tuple[str, ...] = ()  # the mail's References (and In-Reply-To), oldest first
 
     @property
     def added(self) -> int:
@@ -135,6 +137,8 @@ class Cover:
     trailers: tuple[Trailer, ...] = ()
     to: tuple[str, ...] = ()  # the mail's To: addresses, for a reply-all
     cc: tuple[str, ...] = ()  # the mail's Cc: addresses
+    mail_subject: str = ""  # the Subject: as sent
+    references: tuple[str, ...] = ()  # the mail's References, oldest first
 
 
 @dataclass(frozen=True)

@@ -46,10 +46,12 @@ def reply(review: Review, opts: ReplyOptions) -> EmailMessage:
     """One reply to the cover letter (or to patch 1 when there is none) about the whole series."""
     s = _series(review)
     target = s.cover if s.cover else (s.patches[0] if s.patches else None)
-    subject = subject_line(s, 0 if s.cover else 1, s.cover.subject if s.cover else (s.patches[0].subject if s.patches else s.subject))
+    subject = subject_line(s, 0 if s.cover else 1, s.cover.subject if s.cover else (s.patches[0].subject if s.patches else s.subject),
+                           target.mail_subject if target is not None else "")
     text = body(review, [p for p in s.patches], opts, summary=True)
     to, cc = (target.to, target.cc) if target is not None else ((), ())
-    return _message(opts, s, subject, text, s.msgid, (s.msgid,), to, cc)
+    refs = (*target.references, s.msgid) if target is not None else (s.msgid,)
+    return _message(opts, s, subject, text, s.msgid, refs, to, cc)
 
 
 def per_patch(review: Review, opts: ReplyOptions) -> list[EmailMessage]:
@@ -59,14 +61,17 @@ def per_patch(review: Review, opts: ReplyOptions) -> list[EmailMessage]:
     for p in s.patches:
         if not _shown(review.findings, p.index):
             continue
-        refs = (s.msgid, p.msgid) if s.msgid != p.msgid else (p.msgid,)
+        refs = (*p.references, p.msgid) if p.references else ((s.msgid, p.msgid) if s.msgid != p.msgid else (p.msgid,))
         text = body(review, [p], opts, summary=False)
-        out.append(_message(opts, s, subject_line(s, p.index, p.subject), text, p.msgid, refs, p.to, p.cc))
+        out.append(_message(opts, s, subject_line(s, p.index, p.subject, p.mail_subject), text, p.msgid, refs, p.to, p.cc))
     return out
 
 
-def subject_line(s: Series, index: int, subject: str) -> str:
-    """`Re: [PATCH v4 0/4] subject`, rebuilt as git format-patch and b4 write it."""
+def subject_line(s: Series, index: int, subject: str, sent: str = "") -> str:
+    """`Re: ` and the Subject as it was sent (`[RFC PATCH v2 0/4] ...`); rebuilt as git
+    format-patch and b4 write it when the original is not known."""
+    if sent:
+        return sent if sent.lower().startswith("re:") else f"Re: {sent}"
     prefix = "PATCH" + (f" v{s.version}" if s.version > 1 else "")
     if s.total > 1 or index == 0:
         prefix += f" {index}/{s.total}"

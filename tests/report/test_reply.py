@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import email
 import email.policy
+import os
 from dataclasses import replace
 from pathlib import Path
 
@@ -119,3 +120,26 @@ def test_wrap_keeps_code_spans() -> None:
     text = reply_mail.wrap("word " * 12 + "`select VDSO_GETRANDOM if FOO` " + "word " * 6)
     assert "`select VDSO_GETRANDOM if FOO`" in text
     assert all(len(ln) <= 72 for ln in text.splitlines())
+
+
+def test_reply_keeps_the_sent_subject_and_the_reference_chain(tmp_path: Path) -> None:
+    """An RFC cover letter sent in reply to an earlier discussion: `Re: [RFC PATCH 0/3] ...`,
+    and References carries the discussion before the cover letter."""
+    import subprocess
+    import sys
+
+    text = (SERIES / "missing-2of3.mbox").read_text()
+    text = text.replace("Subject: [PATCH 0/3] x86/vdso: Comment updates",
+                        "Subject: [RFC PATCH 0/3] x86/vdso: Comment updates\nIn-Reply-To: <idea-1@example.org>\n"
+                        "References: <idea-0@example.org> <idea-1@example.org>", 1)
+    mbox = tmp_path / "rfc.mbox"
+    mbox.write_text(text)
+    env = {**os.environ, "GIT_AUTHOR_NAME": "Rev Iewer", "GIT_AUTHOR_EMAIL": "rev@example.org"}
+    subprocess.run(["git", "config", "--global", "user.name", "Rev Iewer"], check=True)
+    subprocess.run(["git", "config", "--global", "user.email", "rev@example.org"], check=True)
+    done = subprocess.run([sys.executable, "-m", "reviewer", str(mbox), "--reply", "-"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr  # the missing 2/3 is an error finding
+    headers = done.stdout.split("\n\n", 1)[0].replace("\n ", " ")
+    assert "\nSubject: Re: [RFC PATCH 0/3] x86/vdso: Comment updates\n" in headers + "\n"
+    assert "References: <idea-0@example.org> <idea-1@example.org> <20240820083000.7000-1-sam@example.org>" in headers
+    assert "In-Reply-To: <20240820083000.7000-1-sam@example.org>" in headers
