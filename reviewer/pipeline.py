@@ -79,6 +79,7 @@ class _Run:
     findings: list[Finding] = field(default_factory=list)
     stages: list[StageResult] = field(default_factory=list)
     base: tuple[str, str] | None = None  # (commit, where it came from)
+    base_tree: GitBaseTree | None = None  # the base commit, read with git (shared by the checks and the test choice)
     patched: Path | None = None  # the worktree with the series applied
     apply: ApplyResult | None = None
     chosen: list[Chosen] = field(default_factory=list)
@@ -165,7 +166,7 @@ def _check(run: _Run, request: Request) -> str:
         if not worktree.is_git_tree(request.tree):
             raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
         run.base = worktree.choose_base(request.tree, run.series, request.base)
-        base = GitBaseTree(request.tree, run.base[0])
+        base = run.base_tree = GitBaseTree(request.tree, run.base[0])
     found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
     scripts = _kernel_scripts(run, request)
     run.findings.extend(config.apply(run.config, [*found, *scripts.findings]))
@@ -261,7 +262,8 @@ def _choose(run: _Run, request: Request) -> list[Chosen]:
     if request.tests:
         return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.tests]
     hints = [(t, f"rule {r.id}") for r in run.rules if r.selftests and trigger_hits(r, run.series.patches) for t in r.selftests]
-    maintainers = GitBaseTree(request.tree, run.base[0]).read("MAINTAINERS")
+    assert run.base_tree is not None
+    maintainers = run.base_tree.read("MAINTAINERS")
     return choose(run.series, hints, maintainers)
 
 
