@@ -117,7 +117,7 @@ def _wait_until_up(httpd: Httpd, seconds: float = 20.0) -> bool:
 def inbox(tmp_path_factory: pytest.TempPathFactory) -> Inbox:
     missing = [c for c in ("public-inbox-init", "public-inbox-mda", "public-inbox-httpd") if shutil.which(c) is None]
     if missing:
-        pytest.skip(f"public-inbox is not installed (missing {', '.join(missing)}): `./dev test` installs it as root")
+        pytest.fail(f"public-inbox is not installed (missing {', '.join(missing)}): `./dev test` installs it as root")
     return _make_inbox(tmp_path_factory.mktemp("public-inbox"))
 
 
