@@ -15,21 +15,24 @@ from dataclasses import dataclass, replace
 from email.message import EmailMessage
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
-from rich.console import Console
 
-from reviewer import demo as demo_mod
-from reviewer import fetch, hook, mail, prep, rulesdoc
-from reviewer.bench import BENCHMARKS
 from reviewer.errors import ApplyError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
 from reviewer.model import Finding, Level, Review
 from reviewer.pipeline import Request, review
-from reviewer.report import b4check, terminal
 from reviewer.report import email as reply_mail
-from reviewer.report import json as json_report
 from reviewer.sandbox import ENVS
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from reviewer import mail
+
+# Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
+# only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
+# where it is used.
 
 SUBCOMMANDS = {"demo", "rules", "install-hook", "uninstall-hook", "pre-push"}
 EPILOG = ("Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series; `review rules` documents the rules; "
@@ -99,8 +102,12 @@ def main_command(
     cwd = (repo or Path.cwd()).resolve()
     outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run)
     outgoing.validate(fmt)
-    sender = mail.sender(cwd) if outgoing.wanted else ""
-    transport = mail.transport(cwd) if send else None
+    sender, transport = "", None
+    if outgoing.wanted:
+        from reviewer import mail
+
+        sender = mail.sender(cwd)
+        transport = mail.transport(cwd) if send else None
     with _target(target, cwd, fmt) as resolved:
         request = Request(target=resolved, cwd=cwd, revision=revision, debug=debug,
                           tree=tree.resolve() if tree else None, base=base,
@@ -164,6 +171,8 @@ def _target(target: str | None, cwd: Path, fmt: Format) -> Iterator[str]:
     if target is not None:
         yield target
         return
+    from reviewer import prep
+
     branch = prep.find(cwd)
     if branch is None:
         raise UsageError("no TARGET given, and the checked-out branch is not a b4 prep branch",
@@ -198,6 +207,8 @@ def _choices(option: str, text: str, known: Iterable[str]) -> tuple[str, ...]:
 
 
 def _benchmarks(text: str | None) -> tuple[str, ...]:
+    from reviewer.bench import BENCHMARKS
+
     names = _list(text) if text else ()
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
@@ -217,6 +228,8 @@ def rules_command(
     check: Annotated[Path | None, typer.Option("--check", metavar="DIR", help="Validate the rule files in DIR and exit.")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also list the rules in DIR.")] = None,
 ) -> None:
+    from reviewer import rulesdoc
+
     if check is not None:
         for line in rulesdoc.check_rules_dir(check):
             print(line)
@@ -228,6 +241,8 @@ def rules_command(
 def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     if fmt in B4_FORMATS:
         raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
+    from reviewer import demo as demo_mod
+
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the
         # kernel's makes 25,000,000 calls per figure).
@@ -239,6 +254,9 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
 
 def _b4_check(request: Request, fmt: Format, strict: bool) -> NoReturn:
     """b4's per-patch / series check: review the series around the message on stdin, report on that message."""
+    from reviewer import fetch
+    from reviewer.report import b4check
+
     data = sys.stdin.buffer.read()
     if not data.strip():
         raise InputError("stdin: empty input, no mail in it", "b4 passes one message on standard input")
@@ -308,6 +326,8 @@ def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: 
         if not typer.confirm(f"Send {len(msgs)} message(s) via {transport.where()}?", default=False, err=True):
             print("review: nothing sent", file=sys.stderr)
             return
+    from reviewer import mail
+
     for msg in msgs:
         mail.send(msg, transport, cwd)
         print(f"review: sent {msg['Message-ID']} to {', '.join(mail.envelope(msg))} via {transport.where()}", file=sys.stderr)
@@ -320,8 +340,12 @@ def _exit(result: Review, error: ReviewerError | None, strict: bool) -> None:
 
 
 def _run(request: Request, fmt: Format, color: bool | None) -> tuple[Review, ReviewerError | None]:
-    err = Console(stderr=True, force_terminal=color, no_color=color is False)
-    progress = _progress(err) if fmt is Format.TERMINAL and err.is_terminal else None
+    progress = None
+    if fmt is Format.TERMINAL:
+        from rich.console import Console
+
+        err = Console(stderr=True, force_terminal=color, no_color=color is False)
+        progress = _progress(err) if err.is_terminal else None
     return review(request, progress)
 
 
@@ -351,8 +375,14 @@ def _finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: 
 
 def _report(result: Review, fmt: Format, color: bool | None) -> None:
     if fmt is Format.JSON:
+        from reviewer.report import json as json_report
+
         sys.stdout.write(json_report.dumps(result))
     else:
+        from rich.console import Console
+
+        from reviewer.report import terminal
+
         # Piped or redirected output is not squeezed into rich's default 80 columns.
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
         out = Console(force_terminal=color, no_color=color is False, highlight=False, width=width)
@@ -365,6 +395,8 @@ def install_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
 ) -> None:
+    from reviewer import hook
+
     path, replaced = hook.install((repo or Path.cwd()).resolve(), strict)
     print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
 
@@ -373,6 +405,8 @@ def install_hook_command(
 def uninstall_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
 ) -> None:
+    from reviewer import hook
+
     path = hook.uninstall((repo or Path.cwd()).resolve())
     print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
 
@@ -383,6 +417,8 @@ def pre_push_command(
     url: Annotated[str, typer.Argument()] = "",
     strict: Annotated[bool, typer.Option("--strict")] = False,
 ) -> None:
+    from reviewer import hook
+
     cwd = Path.cwd().resolve()
     top = hook.toplevel(cwd)
     worst = ExitStatus.OK

@@ -4,13 +4,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from reviewer import cache, fetch, lore, msgid
 from reviewer.errors import ConfigError, FetchError, InputError
 from reviewer.model import Series
 from reviewer.proc import run
+
+if TYPE_CHECKING:
+    import git  # GitPython: imported where a git range is read (~30 ms of start-up otherwise)
 
 
 class Kind(StrEnum):
@@ -87,8 +89,13 @@ def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
     if remote.offline:
         return fetch.split_thread(_offline(ref))
     server = lore.Server(lore.base_url(ref, remote.lore_url, cwd))
+    fresh = _fresh_seconds(cwd)
+    if not remote.no_cache:
+        cached = _cached(ref, fresh)
+        if cached is not None:
+            return fetch.split_thread(cached)
     full = lore.resolve(server, ref.msgid) if ref.truncated else ref.msgid
-    cached = None if remote.no_cache else cache.read(full, _fresh_seconds(cwd))
+    cached = None if remote.no_cache else cache.read(full, fresh)
     if cached is not None:
         return fetch.split_thread(cached)
     msgs = fetch.split_thread(server.thread_mbox(full))
@@ -98,6 +105,16 @@ def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
         lore.note(f"warning: {exc.message}")
     cache.write(full, fetch.to_mbox(msgs))
     return msgs
+
+
+def _cached(ref: msgid.MsgRef, fresh: float) -> bytes | None:
+    """A fresh cached thread for REF without asking lore; a truncated id only when exactly one
+    cached thread starts with it (lore would be asked to resolve an ambiguous one)."""
+    ids = cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+    data = cache.read(ids[0], fresh) if len(ids) == 1 else None
+    if data is not None and ref.truncated:
+        lore.note(f"resolved {ref.msgid} to {ids[0]} (a thread cached in the last {fresh / 60:g} minutes)")
+    return data
 
 
 def _offline(ref: msgid.MsgRef) -> bytes:
@@ -148,6 +165,8 @@ def _with_base(series: Series, base: str) -> Series:
 
 def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
     """`git format-patch` the commits of SPEC in the repository at CWD; return them and the base."""
+    import git
+
     try:
         repo = git.Repo(cwd, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
@@ -175,6 +194,8 @@ def _split_range(spec: str) -> tuple[str, str]:
 
 
 def _resolve(repo: git.Repo, rev: str, spec: str) -> str:
+    import git
+
     try:
         return repo.commit(rev).hexsha
     except (git.BadName, ValueError) as exc:

@@ -121,6 +121,9 @@ def test_server_goes_away_and_the_cache_remains(inbox: Inbox, tmp_path: Path) ->
     finally:
         own.stop()
     assert _json(_review(tmp_path, LA, "--lore-url", own.url)) == fetched  # fresh in the cache: no request
+    res = _review(tmp_path, LA.split("@")[0], "--lore-url", own.url)  # a truncated id too: no request to resolve it
+    assert _json(res) == fetched
+    assert res.stderr == f"review: resolved {LA.split('@')[0]} to {LA} (a thread cached in the last 10 minutes)\n"
     assert _json(_review(tmp_path, LA, "--offline")) == fetched
     res = _review(tmp_path, "20240816110717.10249-1-xry", "--offline")
     assert _json(res) == fetched
