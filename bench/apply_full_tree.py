@@ -3,7 +3,8 @@
 (`b4 shazam -H`: a sparse temporary worktree, git am, fetched into FETCH_HEAD) vs a full
 `git worktree add` + `git am` (the baseline). A 20-patch series of real code; everything runs in a
 `git clone --shared --no-checkout` of the cached tree, so the cache is never touched.
-Target: review's apply no slower than b4's sparse apply."""
+Target: review's apply no slower than b4's sparse apply. `--no-cache`: every run applies for
+real (a cached apply outcome would need no worktree at all)."""
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def main() -> None:
         stages: list[float] = []
 
         def ours() -> None:
-            out = sh([BIN / "review", mbox, "--tree", clone, "--no-tests", "--no-checkpatch", "--format", "json"], environ, ok=(0, 1))
+            out = sh([BIN / "review", mbox, "--tree", clone, "--no-tests", "--no-checkpatch", "--no-cache", "--format", "json"], environ, ok=(0, 1))
             stages.append(next(s["seconds"] for s in json.loads(out)["stages"] if s["name"] == "apply"))
 
         baseline = median(full, runs)

@@ -82,6 +82,7 @@ def main_command(
     boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
     boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR", help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ (default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
     bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
@@ -114,7 +115,8 @@ def main_command(
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
-                      boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout,
+                          boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout,
+                          log_dir=log_dir.resolve() if log_dir else None,
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
                           checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
         if fmt in B4_FORMATS:
@@ -192,6 +194,8 @@ def _envs(text: str) -> tuple[str, ...]:
 
 
 def _boot_envs(text: str) -> tuple[str, ...]:
+    if text == "plain":  # the default, always known: no need to load the boot stage to check it
+        return ("plain",)
     from reviewer.boot.kconfig import ENVS as BOOT_ENVS
 
     return _choices("--boot-env", text, BOOT_ENVS)
@@ -207,9 +211,11 @@ def _choices(option: str, text: str, known: Iterable[str]) -> tuple[str, ...]:
 
 
 def _benchmarks(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
     from reviewer.bench import BENCHMARKS
 
-    names = _list(text) if text else ()
+    names = _list(text)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise UsageError(f"--bench: unknown benchmark {unknown[0]!r}", f"known: {', '.join(BENCHMARKS)}")

@@ -13,14 +13,23 @@
     ignore = ["LONG_LINE", "FILE_PATH_CHANGES"]      # checkpatch.pl types never reported
 
     git config --add reviewer.checkpatchIgnore LONG_LINE,CAMELCASE   (multi-valued, commas too)
+    git config reviewer.logDir ~/review-logs           where each run's log directory goes (--log-dir)
+    git config reviewer.resultCache false             never read or store cached results (checkpatch, apply)
 
 Both sources are merged (git config last, so a user overrides the tree); every error is a
 ConfigError that names the key.
 """
 from __future__ import annotations
 
+import contextlib
+import datetime as dt
+import itertools
+import os
+import re
+import shutil
+import time
 import tomllib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -42,6 +51,8 @@ class Config:
     levels: Mapping[str, Level] = field(default_factory=lambda: MappingProxyType({}))
     checkpatch_ignore: frozenset[str] = frozenset()  # checkpatch.pl types, upper case
     reuse_worktrees: bool = False  # git config reviewer.reuseWorktrees: keep worktrees in the cache
+    log_dir: Path | None = None  # git config reviewer.logDir: where the runs' log directories go
+    result_cache: bool | None = None  # git config reviewer.resultCache; None (unset) means on
 
 
 def load(cwd: Path, tree: Path | None = None) -> Config:
@@ -55,47 +66,55 @@ def load(cwd: Path, tree: Path | None = None) -> Config:
 def merge(first: Config, second: Config) -> Config:
     return Config(tuple(dict.fromkeys(first.rule_dirs + second.rule_dirs)), first.disable | second.disable,
                   MappingProxyType({**first.levels, **second.levels}), first.checkpatch_ignore | second.checkpatch_ignore,
-                  first.reuse_worktrees or second.reuse_worktrees)
+                  first.reuse_worktrees or second.reuse_worktrees, second.log_dir or first.log_dir,
+                  result_cache=first.result_cache if second.result_cache is None else second.result_cache)
 
 
 def from_git(cwd: Path) -> Config:
-    dirs = _git_all(cwd, "reviewer.rules")
-    disable = _git_all(cwd, "reviewer.disable")
-    levels = {}
-    for key, value in _git_regexp(cwd, r"^reviewer\.level\."):
-        levels[key.removeprefix("reviewer.level.")] = _level(key, value)
-    ignore = _types(_git_all(cwd, "reviewer.checkpatchIgnore"))
-    reuse = _git_bool(cwd, "reviewer.reuseWorktrees")
-    return Config(tuple(Path(d).expanduser() for d in dirs), frozenset(disable), MappingProxyType(levels), ignore, reuse)
+    """The reviewer.* keys of git config as seen from CWD, read with one `git config` run."""
+    values = _git_values(cwd)
+    levels = {key.removeprefix("level."): _level(f"reviewer.{key}", v) for key, vs in values.items() if key.startswith("level.") for v in vs[-1:]}
+    logs = _last(values, "logdir")
+    cache = _last(values, "resultcache")
+    return Config(tuple(Path(d).expanduser() for d in values.get("rules", []) if d), frozenset(d for d in values.get("disable", []) if d),
+                  MappingProxyType(levels), _types(values.get("checkpatchignore", [])), _bool("reviewer.reuseWorktrees", _last(values, "reuseworktrees")),
+                  cwd / Path(logs).expanduser() if logs else None,
+                  result_cache=None if cache is None else _bool("reviewer.resultCache", cache))
 
 
-def _git_bool(cwd: Path, key: str) -> bool:
-    done = run(["git", "-C", str(cwd), "config", "--type=bool", "--get", key], check=False)
-    if done.returncode == 128 or (done.returncode == 1 and done.stderr.strip()):
-        raise ConfigError(f"{key}: expected a boolean (true/false)", HINT)
-    return done.stdout.strip() == "true"
+def _git_values(cwd: Path) -> dict[str, list[str]]:
+    """Every reviewer.* value, by key (lower case after `reviewer.`, as git gives it), in the order
+    git reads them: `git config -z --get-regexp` prints "key\nvalue\0", or "key\0" for a bare key."""
+    done = run(["git", "config", "-z", "--get-regexp", r"^reviewer\."], cwd=cwd, check=False)
+    if done.returncode not in (0, 1):
+        raise ConfigError(f"git config reviewer.*: {done.stderr.strip()}", HINT)
+    values: dict[str, list[str]] = {}
+    for record in done.stdout.split("\0"):
+        if record:
+            key, newline, value = record.partition("\n")
+            values.setdefault(key.removeprefix("reviewer."), []).append(value if newline else "true")
+    return values
+
+
+def _last(values: dict[str, list[str]], key: str) -> str | None:
+    return values[key][-1] if values.get(key) else None
+
+
+_TRUE, _FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0", "")
+
+
+def _bool(key: str, value: str | None) -> bool:
+    """git's booleans: true/yes/on/1 and false/no/off/0 (any case); unset is false."""
+    if value is None or value.strip().lower() in _FALSE:
+        return False
+    if value.strip().lower() in _TRUE:
+        return True
+    raise ConfigError(f"{key}: expected a boolean (true/false), got {value!r}", HINT)
 
 
 def _types(values: Iterable[str]) -> frozenset[str]:
     """checkpatch types as its --ignore takes them: comma-separated, any case."""
     return frozenset(t.strip().upper() for v in values for t in v.split(",") if t.strip())
-
-
-def _git_all(cwd: Path, key: str) -> list[str]:
-    """`git config --get-all KEY`: exit 1 means unset."""
-    done = run(["git", "config", "--get-all", key], cwd=cwd, check=False)
-    if done.returncode not in (0, 1):
-        raise ConfigError(f"git config {key}: {done.stderr.strip()}", HINT)
-    return [v for v in done.stdout.splitlines() if v]
-
-
-def _git_regexp(cwd: Path, pattern: str) -> Iterator[tuple[str, str]]:
-    done = run(["git", "config", "--get-regexp", pattern], cwd=cwd, check=False)
-    if done.returncode not in (0, 1):
-        raise ConfigError(f"git config {pattern}: {done.stderr.strip()}", HINT)
-    for line in done.stdout.splitlines():
-        key, _, value = line.partition(" ")
-        yield key, value
 
 
 def from_toml(path: Path, tree: Path) -> Config:
@@ -153,6 +172,41 @@ def validate_ids(config: Config, known: Iterable[str]) -> None:
     for name, key in [*((d, "disable") for d in sorted(config.disable)), *((k, f"level.{k}") for k in sorted(config.levels))]:
         if name.split("/", 1)[0] not in ids:
             raise ConfigError(f"reviewer.{key}: unknown rule or check {name!r}", "`review rules` lists the ids")
+
+
+def run_stamp() -> str:
+    """The name of one run's log directory: its start, UTC, the process id, and a count when
+    one process makes several runs (the tests, `review pre-push` pushing several refs)."""
+    n = next(_RUNS)
+    return f"{dt.datetime.now(dt.UTC):%Y%m%dT%H%M%SZ}-{os.getpid()}" + (f"-{n}" if n else "")
+
+
+_RUNS = itertools.count()
+
+
+def run_log_dir(config: Config, asked: Path | None, stamp: str) -> Path:
+    """Where a run keeps its logs: --log-dir, else git config reviewer.logDir, else
+    $XDG_STATE_HOME/reviewer/logs (~/.local/state/...); one subdirectory per run. Not created here:
+    a stage creates it when it has a log to keep."""
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    parent = asked or config.log_dir or state / "reviewer" / "logs"
+    prune_runs(parent)
+    return parent / stamp
+
+
+LOG_DAYS = 30  # run log directories older than this are removed when a new run keeps logs
+_STAMP = re.compile(r"^\d{8}T\d{6}Z-\d+(-\d+)?$")
+
+
+def prune_runs(parent: Path, days: float = LOG_DAYS) -> list[Path]:
+    """Remove the run directories (and only those: <UTC time>-<pid> names) in PARENT older than DAYS."""
+    cutoff = time.time() - days * 86400
+    gone = []
+    with contextlib.suppress(OSError):
+        for old in (p for p in parent.iterdir() if _STAMP.match(p.name) and p.is_dir() and p.stat().st_mtime < cutoff):
+            shutil.rmtree(old, ignore_errors=True)
+            gone.append(old)
+    return gone
 
 
 def apply(config: Config, findings: Iterable[Finding]) -> list[Finding]:

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from reviewer import boot, cache, config, kernelscripts, selftest_stage, worktree
+from reviewer import cache, config
 from reviewer import target as targets
 from reviewer.checks import CHECKS, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
@@ -37,7 +38,12 @@ from reviewer.model import (
 from reviewer.patchparse import parse_diff
 from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
-from reviewer.selftests import Chosen, TestRef, choose
+
+# The stages that need a kernel tree import their modules when they run: a review without a
+# tree (the most common, and b4 am's rival) does not pay for them at start-up.
+if TYPE_CHECKING:
+    from reviewer import kernelscripts, selftest_stage
+    from reviewer.selftests import Chosen
 
 Progress = Callable[[str], AbstractContextManager[None]]
 
@@ -68,6 +74,8 @@ class Request:
     checkpatch: bool = True  # with a tree: the tree's scripts/checkpatch.pl (--no-checkpatch)
     checkpatch_strict: bool = False  # checkpatch.pl --strict (CHECK reports, as info)
     codespell: bool = False  # checkpatch.pl --codespell
+    log_dir: Path | None = None  # --log-dir: where the run's log directory goes (else reviewer.logDir, else $XDG_STATE_HOME)
+    run_stamp: str = field(default_factory=config.run_stamp)  # names the run's log directory: <UTC time>-<pid>
 
 
 @dataclass
@@ -125,7 +133,10 @@ def _configure(run: _Run, request: Request) -> None:
     run.config = config.load(request.cwd, request.tree)
     for folder in (RULES_DIR, *run.config.rule_dirs, *request.rules_dirs):
         run.rules += load_rules(Path(folder))
-    config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS])
+    if run.config.disable or run.config.levels:
+        from reviewer import kernelscripts
+
+        config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS])
 
 
 def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | None) -> ReviewerError | None:
@@ -163,27 +174,32 @@ def _check(run: _Run, request: Request) -> str:
     assert run.series is not None
     base = None
     if request.tree is not None:
+        from reviewer import worktree
+
         if not worktree.is_git_tree(request.tree):
             raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
         run.base = worktree.choose_base(request.tree, run.series, request.base)
         base = run.base_tree = GitBaseTree(request.tree, run.base[0])
     found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
-    scripts = _kernel_scripts(run, request)
-    run.findings.extend(config.apply(run.config, [*found, *scripts.findings]))
-    note = f"; {scripts.note}" if scripts.note else ""
+    scripts = _kernel_scripts(run, request) if request.tree is not None else None
+    run.findings.extend(config.apply(run.config, [*found, *(scripts.findings if scripts else ())]))
+    note = f"; {scripts.note}" if scripts and scripts.note else ""
     return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}"
 
 
 def _kernel_scripts(run: _Run, request: Request) -> kernelscripts.Outcome:
     """The tree's checkpatch.pl and get_maintainer.pl, when a tree is given."""
-    assert run.series is not None
-    if request.tree is None:
-        return kernelscripts.Outcome((), "")
-    options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore)
+    from reviewer import kernelscripts, resultcache
+
+    assert run.series is not None and request.tree is not None
+    options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore,
+                                    cache=resultcache.Policy.of(request.no_cache, run.config.result_cache is not False))
     return kernelscripts.review(run.series, request.tree, options)
 
 
 def _apply(run: _Run, request: Request) -> str:
+    from reviewer import applycache, resultcache
+
     assert run.series is not None and request.tree is not None and run.base is not None
     base, source = run.base
     if source in ("head", "guess"):
@@ -191,22 +207,29 @@ def _apply(run: _Run, request: Request) -> str:
         where = "guessed from the patches' pre-image blobs:" if source == "guess" else "applied to HEAD"
         run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
-    run.patched = run.stack.enter_context(_worktree(run, request.tree, base))
-    results = worktree.apply_series(run.patched, run.series)
+    # A cached outcome when only listings follow (no selftests run, no boot): no worktree then.
+    tree, policy = request.tree, resultcache.Policy.of(request.no_cache, run.config.result_cache is not False)
+    # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
+    build = bool(request.run_tests or request.tests or request.boot)
+    run.patched, results, cached = applycache.apply(tree, base, run.series, policy, not build,
+                                                    run.stack, lambda: _worktree(run, tree, base, build))
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
     if failed is not None:
         raise ApplyError(f"patch {failed.index}/{run.series.total} does not apply to {base[:12]}: {failed.detail}",
                          "check the base with --base REF; the tree was left untouched")
-    return f"{len(results)} patches applied to {base[:12]} ({source})"
+    return f"{len(results)} patches applied to {base[:12]} ({source}){' (cached)' if cached else ''}"
 
 
-def _worktree(run: _Run, tree: Path, base: str) -> AbstractContextManager[Path]:
-    """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees)."""
+def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
+    """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
+    BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
+    from reviewer import worktree
+
     assert run.series is not None
     if run.config.reuse_worktrees:
-        return worktree.cached(tree, base, _touched(run.series), cache.root() / "worktrees")
-    return worktree.isolated(tree, base, _touched(run.series))
+        return worktree.cached(tree, base, _touched(run.series), cache.root() / "worktrees", build)
+    return worktree.isolated(tree, base, _touched(run.series), build)
 
 
 def _touched(series: Series) -> list[str]:
@@ -214,6 +237,8 @@ def _touched(series: Series) -> list[str]:
 
 
 def _selftests(run: _Run, request: Request) -> str:
+    from reviewer import selftest_stage
+
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     if request.no_tests:
         return "skipped: --no-tests"
@@ -226,17 +251,24 @@ def _selftests(run: _Run, request: Request) -> str:
     outcome = _run_tests(run, request)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
+    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"
+    kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
-                            "see the selftests section of the report for the logs")
-    return f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures"
+                            f"the output of each run is in {logs}" if kept else "see the selftests section of the report for the logs")
+    return f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures{kept}"
 
 
 def _boot(run: _Run, request: Request) -> str:
-    """In-kernel tests (dmapool_test, KUnit): tinyconfig kernels of base and patched, booted under QEMU."""
+    """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
+    of base and patched, booted under QEMU; the console logs go to the run's log directory."""
+    from reviewer import boot, worktree
+    from reviewer.selftests import Chosen, TestRef
+
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     touched = _touched(run.series)
-    chosen = boot.relevant(touched, run.patched)
+    extra = boot.from_rules(run.rules, run.series.patches)
+    chosen = boot.relevant(touched, run.patched, extra)
     run.chosen += [Chosen(TestRef("boot", t.name), (why,)) for t, why in chosen]
     if not chosen:
         return "skipped: no in-kernel test is relevant to this series"
@@ -245,19 +277,24 @@ def _boot(run: _Run, request: Request) -> str:
     patched = worktree.git(run.patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
     cache_dir = Path(os.environ.get("REVIEWER_BOOT_CACHE") or cache.root() / "boot" / hashlib.sha1(str(request.tree.resolve()).encode()).hexdigest()[:16])
-    out = boot.run_intests(run.patched, run.patched, touched, request.boot_envs, cache_dir, request.boot_timeout,
-                           slower_than=request.slower_than, commits=(run.base[0], patched))
+    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
+    out = boot.run_intests(run.patched, run.patched, touched, request.boot_envs, cache_dir, request.boot_timeout, log_dir=logs,
+                           extra=extra, slower_than=request.slower_than, commits=(run.base[0], patched))
     run.selftests += out.runs
     run.benchmarks += out.benchmarks
     run.findings.extend(out.findings)
-    run.boot = {"accel": out.accel, "config": {k: list(v) for k, v in out.config.items()}, "logs": dict(out.logs)}
+    run.boot = {"accel": out.accel, "config": {k: list(v) for k, v in out.config.items()}, "logs": dict(out.logs),
+                "log_dir": str(logs) if out.logs else None}
     errors = [f for f in out.findings if f.level is Level.ERROR]
     if errors:
-        raise SelftestError(f"{len(errors)} in-kernel test problem(s): {errors[0].message}", "the console logs are listed in the report (boot.logs)")
-    return f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures"
+        raise SelftestError(f"{len(errors)} in-kernel test problem(s): {errors[0].message}", f"the console logs are in {logs}")
+    kept = f"; console logs in {logs}" if out.logs else ""
+    return f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures{kept}"
 
 
 def _choose(run: _Run, request: Request) -> list[Chosen]:
+    from reviewer.selftests import Chosen, TestRef, choose
+
     assert run.series is not None and run.base is not None and request.tree is not None
     if request.tests:
         return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.tests]
@@ -268,6 +305,8 @@ def _choose(run: _Run, request: Request) -> list[Chosen]:
 
 
 def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
+    from reviewer import selftest_stage
+
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     base_wt = run.stack.enter_context(_worktree(run, request.tree, run.base[0]))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))

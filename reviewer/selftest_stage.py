@@ -1,6 +1,7 @@
 """The selftest stage: build and run the chosen tests on base and patched, compare, benchmark."""
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,18 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
                for r in bench.measure(b, trees, env, sandbox, plan.bench_runs)]
     findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
     return Outcome(tuple(runs), tuple(results), tuple(findings))
+
+
+def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
+    """Keep each run's output (a build's log, a test's KTAP) as DIRECTORY/<tree>-<env>-<test>.log, so
+    that the terminal report's reader can open it; DIRECTORY is made only when there is output."""
+    saved = 0
+    for r in (r for r in runs if r.log):
+        directory.mkdir(parents=True, exist_ok=True)
+        name = re.sub(r"[^\w.+-]+", "_", f"{r.tree}-{r.env}-{r.test}").strip("_")
+        (directory / f"{name}.log").write_text(r.log if r.log.endswith("\n") else r.log + "\n", encoding="utf-8")
+        saved += 1
+    return saved
 
 
 def _expand(chosen: Iterable[Chosen], trees: list[Path]) -> list[TestRef]:

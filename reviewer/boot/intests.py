@@ -1,7 +1,9 @@
 """Which in-kernel tests a series calls for: a built-in map, KUnit suites beside the touched files, rules.
 
 An in-kernel test runs while the kernel boots (built in, =y): dmapool_test prints per-size
-times; a KUnit suite prints KTAP. Each names the Kconfig symbols that build it.
+times; a KUnit suite prints KTAP. Each names the Kconfig symbols that build it. A rule
+(rules/*.toml, `[[in_kernel_test]]`) names tests that sit elsewhere than the code they test;
+they count when the rule's trigger hits the series.
 """
 from __future__ import annotations
 
@@ -9,6 +11,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from reviewer.model import Patch
+from reviewer.rules.engine import trigger_hits
+from reviewer.rules.schema import InKernelTest, Rule
 
 
 @dataclass(frozen=True)
@@ -18,6 +24,7 @@ class InTest:
     symbols: tuple[str, ...]  # Kconfig symbols to set =y
     paths: tuple[str, ...] = ()  # anchored regexes of the files it tests
     source: str = ""  # the test's source file, for the "would run" listing
+    rule: str = ""  # the rule that names it, if a rule does
 
 
 # The built-in map: tests whose source does not sit beside the code they measure.
@@ -40,14 +47,39 @@ def relevant(touched: Iterable[str], tree: Path | None = None, extra: Sequence[I
     paths = list(touched)
     for test in (*extra, *BUILTIN):
         hit = next((p for p in paths if any(re.search(rx, p) for rx in test.paths)), None)
-        if hit is not None and test.name not in found:
-            found[test.name] = (test, f"{hit} is covered by {test.source or test.name}")
+        if test.name in found or (hit is None and not (test.rule and not test.paths)):
+            continue  # a rule's test without paths: its trigger hit on a commit message
+        found[test.name] = (test, _why(test, hit))
     for path in paths if tree is not None else []:
         assert tree is not None
         for test in kunit_beside(tree, path):
             why = f"{path} is the KUnit suite" if test.source == path else f"KUnit suite {test.source} sits beside {path}"
             found.setdefault(test.name, (test, why))
     return list(found.values())
+
+
+def _why(test: InTest, hit: str | None) -> str:
+    what = test.source or test.name
+    if test.rule:
+        return f"{hit} triggers rule {test.rule}, which names {what}" if hit else f"rule {test.rule} names {what}"
+    return f"{hit} is covered by {what}"
+
+
+def from_rules(rules: Iterable[Rule], patches: Sequence[Patch]) -> list[InTest]:
+    """The in-kernel tests named by the rules whose trigger hits PATCHES, each relevant to the files that hit."""
+    out = []
+    for rule in (r for r in rules if r.in_kernel_tests):
+        hits = trigger_hits(rule, patches)
+        paths = tuple(dict.fromkeys(f"^{re.escape(h.path)}$" for h in hits if h.path))
+        out += [from_rule(rule.id, t, paths) for t in rule.in_kernel_tests if hits]
+    return out
+
+
+def from_rule(rule: str, test: InKernelTest, paths: tuple[str, ...] = ()) -> InTest:
+    """A rule's [[in_kernel_test]] as the runner takes it: KUnit suites also need KUNIT."""
+    kunit = test.kind == "kunit"
+    symbols = ("KUNIT", test.config, *test.extra_config) if kunit else (test.config, *test.extra_config)
+    return InTest(f"kunit:{test.name}" if kunit else test.name, test.kind, tuple(dict.fromkeys(symbols)), paths, test.source, rule)
 
 
 def kunit_beside(tree: Path, path: str) -> list[InTest]:

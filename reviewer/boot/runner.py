@@ -30,7 +30,7 @@ class Outcome:
     findings: tuple[Finding, ...] = ()
     tests: tuple[tuple[InTest, str], ...] = ()  # what was chosen, and why
     config: dict[str, tuple[str, ...]] = field(default_factory=dict)  # env -> the fragment on top of tinyconfig
-    logs: dict[str, str] = field(default_factory=dict)  # "base/plain" -> console log path
+    logs: dict[str, str] = field(default_factory=dict)  # "base/plain" -> console log path (the first boot's)
     accel: str = ""  # kvm | tcg
 
 
@@ -50,8 +50,7 @@ def run_intests(
     tests = [t for t, _ in chosen]
     base, patched = commits or (srctree.commit_of(base_wt), srctree.commit_of(patched_wt))
     trees = {"base": base, "patched": patched}
-    logs = log_dir or cache_dir / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
+    logs = log_dir or cache_dir / "logs"  # created by the first boot: a failed build leaves no empty directory
     out = Outcome(tests=tuple(chosen), config={e: kconfig.fragment(symbols(tests), e) for e in envs})
     with _locked(cache_dir):
         for env in envs:
@@ -100,6 +99,7 @@ def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, pat
             if side.build.image is None or (n and not _again(done[tree])):
                 continue
             log = logs / f"boot-{tree}-{side.env}{f'-{n + 1}' if n else ''}.log"
+            logs.mkdir(parents=True, exist_ok=True)
             done[tree].append(qemu.boot(side.build.image, timeout, log))
             paths.setdefault(f"{tree}/{side.env}", str(log))
     return {tree: ab.Side(s.tree, s.env, s.build, tuple(done[tree])) for tree, s in sides.items()}

@@ -24,6 +24,7 @@ from reviewer.checks import (
     doc_toctree,
     fixes_tag,
     kconfig_symbol_exists,
+    kconfig_symbol_removed,
     maintainers_coverage,
     patch_encoding,
     selftest_registered,
@@ -62,7 +63,7 @@ def _check(module: ModuleType) -> Check:
 
 CHECKS: dict[str, Check] = {c.id: c for c in map(_check, (
     series_complete, author_signoff, patch_encoding, fixes_tag, subject_format, change_id, changelog,
-    cover_letter, base_commit, spdx_header, kconfig_symbol_exists, selftest_registered, doc_toctree,
+    cover_letter, base_commit, spdx_header, kconfig_symbol_exists, kconfig_symbol_removed, selftest_registered, doc_toctree,
     maintainers_coverage, attestation,
 ))}
 

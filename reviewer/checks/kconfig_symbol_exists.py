@@ -4,6 +4,7 @@ Why: Kconfig silently treats an unknown symbol as `n`: a `select`, `depends on`,
 `IS_ENABLED(CONFIG_X)`, `#ifdef CONFIG_X` or `obj-$(CONFIG_X)` with a typo compiles and
 does nothing (scripts/checkkconfigsymbols.py exists to catch exactly this). Needs the base
 tree: without one the symbols the series does not define are reported as `unverified` (info).
+The other half, a `config` entry the series removes while the tree still uses it, is kconfig-symbol-removed.
 PASS: `select VDSO_GETRANDOM` where lib/vdso/Kconfig has `config VDSO_GETRANDOM`.
 FAIL: `obj-$(CONFIG_DMAPOOL_TESTS) += dmapool_test.o` (the symbol is DMAPOOL_TEST).
 """
@@ -53,17 +54,27 @@ def check(series: Series, base: BaseTree | None) -> Iterator[Finding]:
 
 def references(fc: FileChange) -> set[str]:
     """The symbols FC's added lines refer to (without the CONFIG_ prefix)."""
-    if fc.path.startswith(("tools/", "scripts/")):
-        return set()
-    found: set[str] = set()
-    for line in (ln.text for ln in fc.added_lines()):
-        if KCONFIG.fullmatch(fc.path):
-            m = KCONFIG_REF.match(line)
-            found |= set(SYMBOL.findall(MACRO.sub("", m.group(1).split("#")[0]))) if m else set()
-        elif (MAKEFILE.fullmatch(fc.path) and MAKE_CONTEXT.search(line)) or DEFCONFIG.fullmatch(fc.path) \
-                or (SOURCE.fullmatch(fc.path) and C_CONTEXT.search(line)):
-            found |= set(CONFIG.findall(line))
-    return found
+    kind = file_kind(fc.path)
+    return set() if kind is None else {s for ln in fc.added_lines() for s in line_references(kind, ln.text)}
+
+
+def file_kind(path: str) -> str | None:
+    """kconfig, make, defconfig or source: how PATH refers to symbols; None for files that do not
+    (tools/ and scripts/ have build systems of their own)."""
+    if path.startswith(("tools/", "scripts/")):
+        return None
+    kinds = (("kconfig", KCONFIG), ("defconfig", DEFCONFIG), ("make", MAKEFILE), ("source", SOURCE))
+    return next((kind for kind, pattern in kinds if pattern.fullmatch(path)), None)
+
+
+def line_references(kind: str, line: str) -> set[str]:
+    """The symbols a LINE of a file of KIND refers to: Kconfig statements, Makefile conditions and
+    $(CONFIG_X), defconfig lines, C preprocessor conditions and IS_ENABLED()."""
+    if kind == "kconfig":
+        m = KCONFIG_REF.match(line)
+        return set(SYMBOL.findall(MACRO.sub("", m.group(1).split("#")[0]))) if m else set()
+    context = {"make": MAKE_CONTEXT, "source": C_CONTEXT}.get(kind)  # a defconfig line is all reference
+    return set(CONFIG.findall(line)) if context is None or context.search(line) else set()
 
 
 def _strip_module(symbol: str) -> str:
@@ -72,17 +83,23 @@ def _strip_module(symbol: str) -> str:
 
 
 def _undefined(base: BaseTree, symbols: list[str]) -> set[str]:
-    """The SYMBOLS no Kconfig file of BASE defines: on a git tree one `git grep` over the Kconfig files
-    for all of them (what scripts/checkkconfigsymbols.py looks up, for just the symbols the series uses)."""
+    """The SYMBOLS no Kconfig file of BASE defines (what scripts/checkkconfigsymbols.py looks up, for
+    just the symbols the series uses)."""
     if not isinstance(base, RegexSearchable):
         return {s for s in symbols if not _in_base(base, s) and not _in_base(base, _strip_module(s))}
     names = sorted({n for s in symbols for n in (s, _strip_module(s))})
-    defined: set[str] = set()
+    defined = {d for path in defining_files(base, names) for d in DEFINE.findall(base.read(path) or "")}
+    return {s for s in symbols if s not in defined and _strip_module(s) not in defined}
+
+
+def defining_files(base: RegexSearchable, names: list[str]) -> list[str]:
+    """The Kconfig files of BASE with a `config` entry for one of NAMES: one `git grep -E` over the
+    Kconfig files for 200 names at a time (0.1 s on the 6.12 tree; a search of the whole tree takes 3 s)."""
+    found: set[str] = set()
     for chunk in (names[i : i + 200] for i in range(0, len(names), 200)):
         regex = rf"^[[:space:]]*(menu)?config[[:space:]]+({'|'.join(chunk)})[[:space:]]*$"
-        for path in sorted(p for p in base.files_matching(regex, ("*Kconfig*",)) if KCONFIG.fullmatch(p)):
-            defined |= set(DEFINE.findall(base.read(path) or ""))
-    return {s for s in symbols if s not in defined and _strip_module(s) not in defined}
+        found |= {p for p in base.files_matching(regex, ("*Kconfig*",)) if KCONFIG.fullmatch(p)}
+    return sorted(found)
 
 
 def _in_base(base: BaseTree, symbol: str) -> bool:

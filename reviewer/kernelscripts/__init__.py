@@ -9,6 +9,10 @@ spelling list there and checks commit ids in the repository, while the cache it 
 `--strict` (`.checkpatch-camelcase.*`) lands in the scratch directory, not in the user's tree.
 get_maintainer.pl insists on running from the tree's top; it only reads.
 A tree without the scripts (the demo's kernel-shaped tree) or a machine without perl is a note.
+
+Both scripts' outputs are kept in the result cache (reviewer/resultcache.py), per patch, under a
+key of everything they read (kernelscripts/cachekeys.py): a second review of the same series
+runs neither, and the check stage's note says how many outputs came from the cache.
 """
 from __future__ import annotations
 
@@ -22,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
+from reviewer import resultcache
 from reviewer.errors import CommandError
-from reviewer.kernelscripts import checkpatch, get_maintainer
+from reviewer.kernelscripts import cachekeys, checkpatch, get_maintainer
 from reviewer.kernelscripts.mails import Mail, render
 from reviewer.model import Finding, Level, Series
 from reviewer.proc import run
@@ -44,6 +49,7 @@ class Options:
     ignore: frozenset[str] = frozenset()
     get_maintainer: bool = True
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
+    cache: resultcache.Policy = resultcache.Policy()  # the result cache: read it, write it (--no-cache: write only)
 
 
 @dataclass(frozen=True)
@@ -58,21 +64,22 @@ def review(series: Series, tree: Path, options: Options) -> Outcome:
     if not wanted:
         return Outcome((), "checkpatch.pl: off (--no-checkpatch)")
     absent = [s for s in wanted if not (tree / s).is_file()]
-    if absent or shutil.which("perl") is None:
+    if len(absent) == len(wanted) or shutil.which("perl") is None:
         why = f"the tree has no {', '.join(absent)}" if absent else "perl is not installed"
         return Outcome((), f"kernel scripts skipped: {why}")
     found: list[Finding] = []
-    notes: list[str] = []
+    notes: list[str] = [f"{Path(s).name} skipped: the tree has no {s}" for s in absent]  # an old or trimmed tree: run what it has
     with tempfile.TemporaryDirectory(prefix="reviewer-scripts-") as scratch:
         mails = [render(p) for p in series.patches]
         paths = [_write(Path(scratch), m) for m in mails]
-        if options.checkpatch:
+        if options.checkpatch and checkpatch.SCRIPT not in absent:
             f, note = _checkpatch(tree, mails, Path(scratch), options)
             found += f
             notes.append(note)
-        if options.get_maintainer:
-            found += _get_maintainer(series, tree, mails, paths, options.jobs)
-            notes.append("get_maintainer.pl")
+        if options.get_maintainer and get_maintainer.SCRIPT not in absent:
+            f, note = _get_maintainer(series, tree, mails, paths, options)
+            found += f
+            notes.append(note)
     return Outcome(tuple(found), ", ".join(notes))
 
 
@@ -87,37 +94,74 @@ def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options) 
     opts = checkpatch.Options(options.strict, dictionary, frozenset(t.upper() for t in options.ignore))
     env = {"GIT_DIR": _git_dir(tree)}
     args = checkpatch.argv(tree, opts)
+    keys = _checkpatch_keys(tree, mails, args, env, dictionary) if options.cache.read or options.cache.write else [None] * len(mails)
 
-    def one(mail: Mail) -> list[Finding]:
-        cwd = _sandbox(tree, scratch / f"cwd-{mail.patch.index}")
-        try:
-            done = run(args, cwd=cwd, env=env, input=mail.text, timeout=TIMEOUT, check=False)
-        except CommandError as exc:
-            return [_failed("checkpatch", mail, exc.message)]
-        if done.returncode not in (0, 1):
-            return [_failed("checkpatch", mail, f"exit {done.returncode}: {done.stderr.strip()[:300]}")]
-        return list(checkpatch.parse(done.stdout, mail, sorted(opts.ignore)))
+    def one(item: tuple[Mail, str | None]) -> tuple[list[Finding], bool]:
+        mail, digest = item
+        failed: list[Finding] = []
 
-    found = [f for per in gather(one, mails, options.jobs) for f in per]
+        def compute() -> str | None:
+            cwd = _sandbox(tree, scratch / f"cwd-{mail.patch.index}")
+            try:
+                done = run(args, cwd=cwd, env=env, input=mail.text, timeout=TIMEOUT, check=False)
+            except CommandError as exc:
+                failed.append(_failed("checkpatch", mail, exc.message))
+                return None
+            if done.returncode not in (0, 1):
+                failed.append(_failed("checkpatch", mail, f"exit {done.returncode}: {done.stderr.strip()[:300]}"))
+                return None
+            return done.stdout
+
+        stdout, hit = resultcache.through("checkpatch", digest, options.cache, compute)
+        return failed or list(checkpatch.parse(str(stdout), mail, sorted(opts.ignore))), hit
+
+    results = gather(one, list(zip(mails, keys, strict=True)), options.jobs)
+    found = [f for per, _ in results for f in per]
     flags = "".join(f" {f}" for f, on in (("--strict", options.strict), ("--codespell", dictionary)) if on)
-    note = f"checkpatch.pl{flags}"
+    note = f"checkpatch.pl{flags}{_hits(results)}"
     if options.codespell and dictionary is None:
         found.append(Finding("checkpatch/codespell", Level.INFO, "--codespell: no codespell dictionary found; typos were not checked",
                              hint="install codespell (Debian: apt-get install codespell)"))
     return found, note
 
 
-def _get_maintainer(series: Series, tree: Path, mails: list[Mail], paths: list[Path], jobs: int) -> list[Finding]:
-    def one(path: Path) -> list[get_maintainer.Section]:
-        return get_maintainer.parse(run(get_maintainer.argv(tree, path), cwd=tree, timeout=TIMEOUT).stdout)
+def _checkpatch_keys(tree: Path, mails: list[Mail], args: list[str], env: dict[str, str], dictionary: Path | None) -> list[str | None]:
+    """Per mail, the result-cache key of checkpatch.pl's output: see cachekeys for why these parts are all it reads."""
+    shared = {"argv": args, "env": env, "files": cachekeys.files(tree, cachekeys.CHECKPATCH_FILES),
+              "home": cachekeys.home([".checkpatch.conf"]), "programs": cachekeys.programs("perl", "python3", "git"),
+              "codespell": resultcache.file_id(dictionary) if dictionary is not None else None, "tree": cachekeys.tree_state(tree)}
+    ids = cachekeys.commit_ids(env["GIT_DIR"], [m.text for m in mails])
+    return [resultcache.key("checkpatch", [shared, commits, mail.text]) for mail, commits in zip(mails, ids, strict=True)]
+
+
+def _get_maintainer(series: Series, tree: Path, mails: list[Mail], paths: list[Path], options: Options) -> tuple[list[Finding], str]:
+    shared = None
+    if options.cache.read or options.cache.write:
+        shared = {"argv": get_maintainer.argv(tree, Path("MAIL")), "files": cachekeys.files(tree, cachekeys.GET_MAINTAINER_FILES),
+                  "home": cachekeys.home([".get_maintainer.conf", ".get_maintainer.ignore"]), "programs": cachekeys.programs("perl")}
+
+    def one(item: tuple[Mail, Path]) -> tuple[list[get_maintainer.Section], bool]:
+        mail, path = item
+        digest = resultcache.key("get_maintainer", [shared, mail.text]) if shared is not None else None
+        stdout, hit = resultcache.through("get_maintainer", digest, options.cache,
+                                          lambda: run(get_maintainer.argv(tree, path), cwd=tree, timeout=TIMEOUT).stdout)
+        return get_maintainer.parse(str(stdout)), hit
 
     try:
-        sections = gather(one, paths, jobs)
+        results = gather(one, list(zip(mails, paths, strict=True)), options.jobs)
     except CommandError as exc:
-        return [Finding("get-maintainer/failed", Level.WARNING, f"get_maintainer.pl failed: {exc.message}")]
+        return [Finding("get-maintainer/failed", Level.WARNING, f"get_maintainer.pl failed: {exc.message}")], "get_maintainer.pl"
+    note = f"get_maintainer.pl{_hits(results)}"
+    sections = [per for per, _ in results]
     if not get_maintainer.mailed(series):
-        return [get_maintainer.recipients(series, [s for per in sections for s in per])]
-    return [f for mail, per in zip(mails, sections, strict=True) for f in get_maintainer.missing_cc(mail.patch, per)]
+        return [get_maintainer.recipients(series, [s for per in sections for s in per])], note
+    return [f for mail, per in zip(mails, sections, strict=True) for f in get_maintainer.missing_cc(mail.patch, per)], note
+
+
+def _hits(results: Sequence[tuple[object, bool]]) -> str:
+    """` (N of M from the cache)` when any output came from the result cache, else nothing."""
+    hits = sum(hit for _, hit in results)
+    return f" ({hits} of {len(results)} from the cache)" if hits else ""
 
 
 def gather(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:

@@ -34,6 +34,8 @@ def build(review: Review) -> list[RenderableType]:
         parts += [_selftests(review), Text("")]
     if review.benchmarks:
         parts += [_benchmarks(review), Text("")]
+    if log_dir := (review.boot or {}).get("log_dir"):
+        parts += [Text.assemble(("Logs", "bold"), f"  {log_dir} (the boot console logs)"), Text("")]
     parts += [_stages(review)]
     return parts
 

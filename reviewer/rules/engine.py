@@ -14,6 +14,7 @@ from itertools import product
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from reviewer.errors import CommandError
 from reviewer.model import Change, FileChange, Finding, Level, Line, Patch, Series
 from reviewer.proc import run
 from reviewer.rules.schema import PLACEHOLDER, Condition, Requirement, Rule
@@ -43,6 +44,13 @@ class RegexSearchable(Protocol):
     """A base tree that can list the files, among PATHSPECS, with a line matching an extended regex."""
 
     def files_matching(self, regex: str, pathspecs: Sequence[str]) -> frozenset[str]: ...
+
+
+@runtime_checkable
+class WordSearchable(Protocol):
+    """A base tree that can list the lines, among PATHSPECS, holding one of a few words."""
+
+    def lines_with_words(self, words: Sequence[str], pathspecs: Sequence[str] = ()) -> list[tuple[str, int, str]]: ...
 
 
 class GitBaseTree:
@@ -87,6 +95,19 @@ class GitBaseTree:
         prefix = f"{self.commit}:"
         return frozenset(p.removeprefix(prefix) for p in out.split("\0") if p)
 
+    def lines_with_words(self, words: Sequence[str], pathspecs: Sequence[str] = ()) -> list[tuple[str, int, str]]:
+        """`git grep -n -w -F`: (path, line number, text) of each line, among PATHSPECS, holding one of
+        WORDS as a whole word; one search for all of them (a search of the 6.12 tree takes ~3 s)."""
+        if not words:
+            return []
+        patterns = [arg for word in words for arg in ("-e", word)]
+        done = run(["git", "-C", self.repo, "grep", "-n", "-z", "-I", "-w", "-F", *patterns, self.commit, "--", *pathspecs], check=False)
+        if done.returncode > 1:  # 1: no line matched; more: git failed, which must not read as "unused"
+            raise CommandError(done.args, done.returncode, done.stdout, done.stderr, None)
+        prefix = f"{self.commit}:"
+        rows = (line.split("\0", 2) for line in done.stdout.split("\n") if line)
+        return [(path.removeprefix(prefix), int(number), text) for path, number, text in rows]
+
     def commit_subject(self, rev: str) -> str | None:
         """The subject of REV if the repository has that commit (for Fixes: tags), else None."""
         done = run(["git", "-C", self.repo, "log", "-1", "--format=%s", f"{rev}^{{commit}}", "--"], check=False)
@@ -103,20 +124,101 @@ class Hit:
     line: Line | None = None
 
 
+Found = dict[str, list[int]]  # a literal -> the positions in _Index.changes of the changes whose added text holds it
+_TRIE_MAX = 100  # longer literals are looked up one by one: a trie regex nests a group per branching character
+_ONE_BY_ONE = 4000  # literals x changes up to which `in` one by one beats compiling a regex (10 patches: ~400)
+
+
+class _Index:
+    """The series' file changes in order, read once per evaluation: their added texts, which of them
+    hold a captured value, and every regex the evaluation interpolates, compiled once."""
+
+    def __init__(self, patches: Sequence[Patch]) -> None:
+        self.patches = patches
+        self.changes = [(patch.index, fc) for patch in patches for fc in patch.files]
+        self._texts: list[str] | None = None
+        self._regexes: dict[str, re.Pattern[str]] = {}
+
+    def regex(self, pattern: str) -> re.Pattern[str]:
+        """re.compile, kept for the whole evaluation: re's own cache holds 512 patterns, fewer than a
+        500-patch series interpolates, so in_base would compile each one a second time."""
+        compiled = self._regexes.get(pattern)
+        if compiled is None:
+            compiled = self._regexes[pattern] = re.compile(pattern)
+        return compiled
+
+    def texts(self) -> list[str]:
+        """Each change's added lines, joined with newlines."""
+        if self._texts is None:
+            self._texts = ["\n".join(ln.text for ln in fc.added_lines()) for _, fc in self.changes]
+        return self._texts
+
+    def containing(self, literals: set[str]) -> Found:
+        """For each of LITERALS, the changes whose added text contains it, in series order: what
+        `literal in text` says, for all the literals in one regex scan of the series."""
+        texts = self.texts()
+        small = len(literals) * len(texts) <= _ONE_BY_ONE  # cheaper than compiling a regex
+        one_by_one = literals if small else {lit for lit in literals if not 0 < len(lit) <= _TRIE_MAX}
+        found = {lit: [at for at, text in enumerate(texts) if lit in text] for lit in one_by_one}
+        if trie := _trie(literals - one_by_one):
+            prefixes = {lit: _prefixes(trie, lit) for lit in literals - one_by_one}
+            # One branch per first character, the rest in a lookahead: re skips to the positions holding
+            # a first character, matches the longest literal there (the others there are its prefixes)
+            # and goes on from the next character, so overlapping literals are all found.
+            scan = re.compile("|".join(f"{re.escape(char)}(?=({_trie_regex(rest)}))" for char, rest in trie.items()))
+            for at, text in enumerate(texts):
+                for lit in {p for m in scan.finditer(text) for p in prefixes[m.group(0) + m.group(m.lastindex or 0)]}:
+                    found.setdefault(lit, []).append(at)
+        return found
+
+
+Trie = dict[str, "Trie"]  # a character -> the subtree; the key "" marks the end of a literal
+
+
+def _trie(words: Iterable[str]) -> Trie:
+    root: Trie = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+    return root
+
+
+def _trie_regex(node: Trie) -> str:
+    """A regex matching the longest word of the trie at a position: children before the end of a word."""
+    alternatives = [re.escape(char) + _trie_regex(child) for char, child in node.items() if char]
+    alternatives += [""] if "" in node else []
+    return alternatives[0] if len(alternatives) == 1 else f"(?:{'|'.join(alternatives)})"
+
+
+def _prefixes(trie: Trie, word: str) -> list[str]:
+    """The words of TRIE that are prefixes of WORD (itself included)."""
+    out, node = [], trie
+    for i, char in enumerate(word):
+        node = node[char]
+        if "" in node:
+            out.append(word[: i + 1])
+    return out
+
+
 def evaluate(rules: Sequence[Rule], series: Series, base: BaseTree | None) -> Iterator[Finding]:
-    _TEXTS.clear()
+    whole = _Index(series.patches)
     for rule in rules:
         if rule.scope == "patch":
             for patch in series.patches:
-                yield from _evaluate(rule, (patch,), base)
+                yield from _evaluate(rule, _Index((patch,)), base)
         else:
-            yield from _evaluate(rule, series.patches, base)
+            yield from _evaluate(rule, whole, base)
 
 
-def _evaluate(rule: Rule, patches: Sequence[Patch], base: BaseTree | None) -> Iterator[Finding]:
-    for hit in trigger_hits(rule, patches):
-        for req in rule.requires:
-            finding = _verdict(rule, req, hit, patches, base)
+def _evaluate(rule: Rule, index: _Index, base: BaseTree | None) -> Iterator[Finding]:
+    hits = trigger_hits(rule, index.patches)
+    # Each requirement's captured values are looked up in one pass over the series, not one pass each.
+    found = [index.containing({lit for h in hits if (lit := _literal(req, dict(h.captures)))}) for req in rule.requires]
+    for hit in hits:
+        for req, where in zip(rule.requires, found, strict=True):
+            finding = _verdict(rule, req, hit, index, where, base)
             if finding is not None:
                 yield finding
 
@@ -186,12 +288,12 @@ def _file_hits(cond: Condition, fc: FileChange, caps: dict[str, str], index: int
 
 # --- the requirements ----------------------------------------------------------------------
 
-def _verdict(rule: Rule, req: Requirement, hit: Hit, patches: Sequence[Patch], base: BaseTree | None) -> Finding | None:
+def _verdict(rule: Rule, req: Requirement, hit: Hit, index: _Index, found: Found, base: BaseTree | None) -> Finding | None:
     caps = dict(hit.captures)
-    where = satisfied_at(req, caps, patches)
+    where = satisfied_at(req, caps, index, found)
     if where is not None and (where <= hit.patch or not req.bisect):
         return None
-    if req.or_in_base and base is not None and in_base(req, caps, base):
+    if req.or_in_base and base is not None and in_base(req, caps, base, index):
         return None
     path = readable(interpolate(req.path, caps, regex=True))
     if where is not None:
@@ -210,30 +312,20 @@ def _finding(rule: Rule, req: Requirement, hit: Hit, level: Level, message: str,
     return Finding(f"{rule.id}/{req.id}", level, message, hit.patch, path, None, hint, quote)
 
 
-def satisfied_at(req: Requirement, caps: dict[str, str], patches: Sequence[Patch]) -> int | None:
-    """The index of the first patch that meets REQ, or None."""
-    path_re = re.compile(interpolate(req.path, caps, regex=True))
+def satisfied_at(req: Requirement, caps: dict[str, str], index: _Index, found: Found) -> int | None:
+    """The index of the first patch that meets REQ, or None. FOUND: the changes whose added text holds each literal."""
+    path_re = index.regex(interpolate(req.path, caps, regex=True))
     if req.file == "present":
-        return _present_at(path_re, patches)
-    line_re = _line_regex(req, caps)
+        return _present_at(path_re, index.changes)
+    line_re = _line_regex(req, caps, index)
     literal = _literal(req, caps)
-    for patch in patches:
-        for fc in patch.files:
-            if literal is not None and literal not in _added_text(fc):
-                continue  # cheap: a 500-patch series has thousands of files per requirement
-            if path_re.fullmatch(fc.path) and _meets(req, fc, line_re):
-                return patch.index
+    # Only the changes whose added text holds the literal can meet REQ: a 500-patch series has
+    # thousands of changes, and looking at each for each capture made the stage quadratic.
+    for at in range(len(index.changes)) if literal is None else found.get(literal, ()):
+        patch, fc = index.changes[at]
+        if path_re.fullmatch(fc.path) and _meets(req, fc, line_re):
+            return patch
     return None
-
-
-_TEXTS: dict[int, tuple[FileChange, str]] = {}  # id -> (the change, kept alive; its added lines joined)
-
-
-def _added_text(fc: FileChange) -> str:
-    entry = _TEXTS.get(id(fc))
-    if entry is None or entry[0] is not fc:
-        entry = _TEXTS[id(fc)] = (fc, "\n".join(ln.text for ln in fc.added_lines()))
-    return entry[1]
 
 
 def _meets(req: Requirement, fc: FileChange, line_re: re.Pattern[str] | None) -> bool:
@@ -245,21 +337,22 @@ def _meets(req: Requirement, fc: FileChange, line_re: re.Pattern[str] | None) ->
     return line_re is not None and any(line_re.search(ln.text) for ln in lines)
 
 
-def _present_at(path_re: re.Pattern[str], patches: Sequence[Patch]) -> int | None:
+def _present_at(path_re: re.Pattern[str], changes: Sequence[tuple[int, FileChange]]) -> int | None:
     """The first patch that leaves a matching file in place, unless a later patch deletes it again."""
     first: dict[str, int] = {}
-    for patch in patches:
-        for fc in (f for f in patch.files if path_re.fullmatch(f.path)):
-            if fc.change == Change.DELETED:
-                first.pop(fc.path, None)
-            else:
-                first.setdefault(fc.path, patch.index)
+    for patch, fc in changes:
+        if not path_re.fullmatch(fc.path):
+            continue
+        if fc.change == Change.DELETED:
+            first.pop(fc.path, None)
+        else:
+            first.setdefault(fc.path, patch)
     return min(first.values(), default=None)
 
 
-def in_base(req: Requirement, caps: dict[str, str], base: BaseTree) -> bool:
-    path_re = re.compile(interpolate(req.path, caps, regex=True))
-    line_re = _line_regex(req, caps)
+def in_base(req: Requirement, caps: dict[str, str], base: BaseTree, index: _Index) -> bool:
+    path_re = index.regex(interpolate(req.path, caps, regex=True))
+    line_re = _line_regex(req, caps, index)
     paths: Iterable[str] = base.paths()
     literal = _literal(req, caps)
     if literal and isinstance(base, Searchable):
@@ -285,9 +378,9 @@ def _base_file_meets(req: Requirement, path: str, line_re: re.Pattern[str] | Non
     return line_re is not None and any(line_re.search(ln) for ln in (base.read(path) or "").splitlines())
 
 
-def _line_regex(req: Requirement, caps: dict[str, str]) -> re.Pattern[str] | None:
+def _line_regex(req: Requirement, caps: dict[str, str], index: _Index) -> re.Pattern[str] | None:
     template = req.added_line if req.added_line is not None else req.removed_line
-    return None if template is None else re.compile(interpolate(template, caps, regex=True))
+    return None if template is None else index.regex(interpolate(template, caps, regex=True))
 
 
 # --- templates -----------------------------------------------------------------------------

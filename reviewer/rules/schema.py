@@ -21,6 +21,11 @@ PLACEHOLDER = re.compile(r"\{([A-Za-z_]\w*)\}")
 CHANGES = ("any", *(c.value for c in Change))
 FILE_STATES = ("added", "present", "symlink")
 SCOPES = ("series", "patch")
+# In-kernel tests (reviewer.boot): how the console is read. kunit: the KTAP KUnit prints; dmapool:
+# dmapool_test's per-size `time:` lines (mm/dmapool_test.c), compared base vs patched.
+TEST_KINDS = ("kunit", "dmapool")
+_SYMBOL = re.compile(r"^[A-Z0-9_]+$")
+_TEST_NAME = re.compile(r"^[\w.-]+$")
 HINT = "see rules/README.md for the rule schema"
 
 
@@ -52,6 +57,17 @@ class Requirement:
 
 
 @dataclass(frozen=True)
+class InKernelTest:
+    """A test built into the kernel and run while it boots (`review --boot`), named by a rule."""
+
+    name: str  # the KUnit suite's name (its struct kunit_suite .name), or the test's own name
+    kind: str  # kunit | dmapool: how its results are read from the console
+    config: str  # the Kconfig symbol that builds it, without CONFIG_
+    extra_config: tuple[str, ...] = ()  # more symbols it needs (=y); "!X" turns X off
+    source: str = ""  # where the test lives, for the report
+
+
+@dataclass(frozen=True)
 class Example:
     name: str
     expect: tuple[str, ...]
@@ -71,6 +87,7 @@ class Rule:
     requires: tuple[Requirement, ...] = ()
     selftests: tuple[str, ...] = ()
     examples: tuple[Example, ...] = ()
+    in_kernel_tests: tuple[InKernelTest, ...] = ()
 
     @property
     def captures(self) -> frozenset[str]:
@@ -174,6 +191,7 @@ def _rule(top: _Table, stem: str) -> Rule:
         all_of=all_of,
         selftests=_selftests(top),
         examples=tuple(_example(_Table(f"{top.where}: [[example]] #{n}", t)) for n, t in enumerate(top.tables("example"), 1)),
+        in_kernel_tests=_in_kernel_tests(top),
     )
     requires = tuple(_requirement(_Table(f"{top.where}: [[require]] #{n}", t), rule) for n, t in enumerate(top.tables("require"), 1))
     top.done()
@@ -256,6 +274,42 @@ def _selftests(top: _Table) -> tuple[str, ...]:
     run = table.strings("run")
     table.done()
     return run
+
+
+def _in_kernel_tests(top: _Table) -> tuple[InKernelTest, ...]:
+    tests = tuple(_in_kernel_test(_Table(f"{top.where}: [[in_kernel_test]] #{n}", t)) for n, t in enumerate(top.tables("in_kernel_test"), 1))
+    names = [t.name for t in tests]
+    for name in names:
+        if names.count(name) > 1:
+            top.fail(f"duplicate in-kernel test name {name!r}", "[[in_kernel_test]]")
+    return tests
+
+
+def _in_kernel_test(table: _Table) -> InKernelTest:
+    name: str = table.get("name", str, required=True)
+    if not _TEST_NAME.match(name):
+        table.fail(f"expected a test or KUnit suite name (letters, digits, _ . -), got {name!r}", "name")
+    table.where = f"{table.where} ({name})"
+    test = InKernelTest(
+        name=name,
+        kind=table.choice("kind", TEST_KINDS),
+        config=_symbol(table, "config", table.get("config", str, required=True)),
+        extra_config=tuple(_symbol(table, "extra_config", s, negate=True) for s in table.strings("extra_config")),
+        source=table.get("source", str, ""),
+    )
+    table.done()
+    return test
+
+
+def _symbol(table: _Table, key: str, text: str, negate: bool = False) -> str:
+    """A Kconfig symbol as the kernel's Kconfig spells it (FOO_KUNIT_TEST); "!FOO" where NEGATE allows it."""
+    bare = text[1:] if negate and text.startswith("!") else text
+    if bare.startswith("CONFIG_"):
+        table.fail(f"write the symbol without CONFIG_: {text.replace('CONFIG_', '', 1)!r}", key)
+    if not _SYMBOL.match(bare):
+        form = "SYMBOL or !SYMBOL" if negate else "SYMBOL"
+        table.fail(f"expected a Kconfig symbol ({form}: upper case, digits, _), got {text!r}", key)
+    return text
 
 
 def _example(table: _Table) -> Example:

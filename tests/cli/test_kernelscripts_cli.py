@@ -58,7 +58,17 @@ def test_options_and_config_reach_checkpatch(kernel_repo: Path, tmp_path: Path) 
     doc = _run(repo, tmp_path / "tmp", "--checkpatch-strict", "--codespell")
     (first, *_) = [f for f in doc["findings"] if f["rule"] == "checkpatch/STUB_TYPE"]
     assert first["level"] == "info" and first["message"].startswith("got [--strict --codespell ") and "--ignore=CAMELCASE,LONG_LINE" in first["message"]
-    assert _check_detail(doc).endswith("; checkpatch.pl --strict --codespell, get_maintainer.pl")
+    # new options: checkpatch runs again; get_maintainer's options did not change, so its results are reused
+    assert _check_detail(doc).endswith("; checkpatch.pl --strict --codespell, get_maintainer.pl (4 of 4 from the cache)")
     doc = _run(repo, tmp_path / "tmp", "--no-checkpatch")
     assert not [f for f in doc["findings"] if f["rule"].startswith("checkpatch/")]
-    assert _check_detail(doc).endswith("; get_maintainer.pl")
+    assert _check_detail(doc).endswith("; get_maintainer.pl (4 of 4 from the cache)")
+
+
+def test_a_tree_with_only_one_script_runs_that_one(kernel_repo: Path, tmp_path: Path) -> None:
+    (kernel_repo / "scripts").mkdir(exist_ok=True)
+    (kernel_repo / "scripts" / "get_maintainer.pl").write_text(GET_MAINTAINER)
+    doc = _run(kernel_repo, tmp_path / "tmp")
+    assert _check_detail(doc).endswith("; checkpatch.pl skipped: the tree has no scripts/checkpatch.pl, get_maintainer.pl")
+    assert [f for f in doc["findings"] if f["rule"] == "get-maintainer/missing-cc"]
+    assert not [f for f in doc["findings"] if f["rule"].startswith("checkpatch/")]

@@ -51,9 +51,16 @@ def test_a_broken_selftest_is_a_regression_exit_6(kernel_repo: Path, tmp_path: P
     broken = source.replace("int main(", "static int main_orig(", 1) + "\nint main(void) { (void)main_orig; return 1; }\n"
     mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": broken}, "selftests/vDSO: Break the gettimeofday test")
     before = _state(kernel_repo)
-    result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--format", "json", tmp=tmp_path / "tmp")
+    logs = tmp_path / "logs"
+    result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--log-dir", logs, "--format", "json", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.SELFTESTS, result.stderr
     assert "selftest regression" in result.stderr.splitlines()[0]
+    (run_dir,) = logs.iterdir()  # one directory for the run, named <UTC time>-<pid>
+    assert f"the output of each run is in {run_dir / 'selftests'}" in result.stderr
+    kept = {p.name: p.read_text() for p in (run_dir / "selftests").iterdir()}
+    # the base run printed its KTAP; the broken patched one printed nothing, so it has no file
+    assert list(kept) == ["base-plain-vDSO_vdso_test_gettimeofday.log"]
+    assert "ok 1 gettimeofday syscall" in kept["base-plain-vDSO_vdso_test_gettimeofday.log"]
     doc = result.json()
     runs = {(r["name"], r["tree"]): (r["result"], r["reason"]) for r in doc["selftests"]}
     assert runs[("vDSO:vdso_test_gettimeofday", "base")][0] == "pass"

@@ -24,7 +24,7 @@ from reviewer.model import Level
 from tests.realkernel.kernel import commit, git, show
 
 # qemu-system-x86 comes with ./dev deps (.ci/run): a missing QEMU fails these tests, it does not skip them.
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.boot]
 CACHE = Path(os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12"))
 FIXTURES = os.environ.get("REVIEWER_BOOT_FIXTURES")
 AUTHOR = "Slow Poke <slow@example.org>"

@@ -15,7 +15,7 @@ from reviewer.errors import ExitStatus
 from tests.helpers import review
 from tests.realkernel.kernel import commit, format_patch, show
 
-pytestmark = [pytest.mark.slow]
+pytestmark = [pytest.mark.slow, pytest.mark.boot]
 AUTHOR = "Slow Poke <slow@example.org>"
 CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 

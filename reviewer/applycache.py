@@ -1,0 +1,122 @@
+"""The apply check's outcome from the result cache, so a second review needs no worktree.
+
+`git am -3` of a series on a base is determined by: the repository (its objects: the base
+commit, and the pre-image blobs a 3-way merge falls back to), the base commit, each patch's
+mail exactly as the apply stage feeds it to `git am` (worktree._as_mail), git's version, and
+the git configuration `git am` runs under (am.*, apply.*, core.* ...: the tree's and the
+user's, as `git config --list` shows them). All of it is in the key.
+
+Kept: a series that applied (with the patched commit, which stays in the repository's
+objects), and one that git am refused ("Patch failed at"); never a timeout or another error.
+Used only when nothing needs the patched worktree afterwards (no selftests run, no boot): the
+later stages then only list what they would run, and for that they read the touched
+directories of the patched tree (KUnit suites beside a touched file), which `view` writes out
+of the patched commit in a moment instead of checking out the whole tree.
+"""
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+import shutil
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import resultcache, worktree
+from reviewer.model import PatchApply, Series
+from reviewer.proc import run
+
+KIND = "apply"
+# What `git am -3` reads from git config (not extensions.*, branch.*, remote.*: those change as
+# worktrees come and go and branches are made, and do not change how a patch applies).
+_SETTINGS = ("am.", "apply.", "core.", "merge.", "mailinfo.", "i18n.", "diff.", "rerere.", "user.", "commit.", "gpg.")
+_INDEX = re.compile(r"^index ([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})", re.M)
+
+
+@dataclass(frozen=True)
+class Outcome:
+    patches: tuple[PatchApply, ...]
+    commit: str | None  # the patched commit (None when a patch failed)
+
+
+def key(tree: Path, base: str, series: Series) -> str:
+    git_dir = run(["git", "-C", str(tree), "rev-parse", "--absolute-git-dir"]).stdout.strip()
+    mails = [hashlib.sha256(worktree._as_mail(series, p.index)).hexdigest() for p in series.patches]
+    # Pre-images a 3-way merge would need; not those the series' own patches make (the first apply stores them).
+    made = {post for p in series.patches for _, post in _INDEX.findall(p.diff)}
+    blobs = sorted({pre for p in series.patches for pre, _ in _INDEX.findall(p.diff) if set(pre) != {"0"} and pre not in made})
+    found = run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"], input="".join(f"{b}\n" for b in blobs)).stdout if blobs else ""
+    settings = run(["git", "-C", str(tree), "config", "--list", "--includes"], check=False).stdout
+    parts = {"git_dir": git_dir, "base": base, "mails": mails, "git": run(["git", "--version"]).stdout.strip(),
+             "preimages": found.splitlines(), "config": sorted(ln for ln in settings.splitlines() if ln.startswith(_SETTINGS))}
+    return resultcache.key(KIND, parts)
+
+
+def lookup(tree: Path, digest: str, policy: resultcache.Policy) -> Outcome | None:
+    """The cached outcome, if POLICY reads and it is there (and its patched commit still is, when it applied)."""
+    value = resultcache.get(KIND, digest) if policy.read else None
+    if not isinstance(value, dict):
+        return None
+    outcome = Outcome(tuple(PatchApply(int(i), str(s), str(d)) for i, s, d in value["patches"]), value.get("commit"))
+    if outcome.commit is not None and not _is_commit(tree, outcome.commit):
+        return None  # pruned by git gc: apply again
+    return outcome
+
+
+def store(digest: str, patches: tuple[PatchApply, ...], patched: Path, policy: resultcache.Policy) -> None:
+    """Keep a clean apply, or a patch git am refused; not a timeout or another failure."""
+    failed = next((p for p in patches if p.status == "failed"), None)
+    if not policy.write or (failed is not None and "Patch failed at" not in failed.detail):
+        return
+    commit = worktree.git(patched, "rev-parse", "HEAD").strip() if failed is None else None
+    resultcache.put(KIND, digest, {"patches": [[p.index, p.status, p.detail] for p in patches], "commit": commit})
+
+
+def _is_commit(tree: Path, commit: str) -> bool:
+    return run(["git", "-C", str(tree), "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode == 0
+
+
+@contextlib.contextmanager
+def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
+    """The touched directories of COMMIT (their files and tests/ subdirectories, not deeper), in a scratch directory."""
+    scratch = Path(tempfile.mkdtemp(prefix="reviewer-view-"))
+    try:
+        dirs = sorted({p.rsplit("/", 1)[0] + "/" if "/" in p else "" for p in touched})
+        specs = [s for d in dirs for s in (d or ".", f"{d}tests/")]
+        listing = run(["git", "-C", str(tree), "ls-tree", "-z", commit, "--", *specs]).stdout
+        files = [e.split("\t", 1)[1] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]
+        if files:
+            archive = scratch / "view.tar"
+            run(["git", "-C", str(tree), "archive", "--format=tar", "-o", str(archive), commit, "--", *files])
+            with tarfile.open(archive) as tar:
+                tar.extractall(scratch / "tree", filter="data")
+            archive.unlink()
+        for d in dirs:
+            (scratch / "tree" / d).mkdir(parents=True, exist_ok=True)
+        yield scratch / "tree"
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def apply(tree: Path, base: str, series: Series, policy: resultcache.Policy, reuse: bool, stack: contextlib.ExitStack,
+          open_worktree: Callable[[], AbstractContextManager[Path]]) -> tuple[Path | None, tuple[PatchApply, ...], bool]:
+    """(the patched tree, each patch's outcome, from the cache?). REUSE: nothing needs the real worktree
+    afterwards, so a cached outcome (and a view of the touched directories) will do; else apply for real."""
+    digest = key(tree, base, series) if policy.read or policy.write else None
+    cached = lookup(tree, digest, policy) if digest is not None and reuse else None
+    if cached is not None:
+        patched = stack.enter_context(view(tree, cached.commit, _touched(series))) if cached.commit is not None else None
+        return patched, cached.patches, True
+    patched = stack.enter_context(open_worktree())
+    results = worktree.apply_series(patched, series)
+    if digest is not None:
+        store(digest, results, patched, policy)
+    return patched, results, False
+
+
+def _touched(series: Series) -> list[str]:
+    return sorted({p for patch in series.patches for f in patch.files for p in (f.path, f.old_path) if p})
