@@ -10,14 +10,24 @@ on 127.0.0.1 (the fetch tests' local lore). As commands, with interpreter start-
 - second: the same without --no-cache: the thread, the scripts' outputs and the apply outcome come
   from the caches (the check and apply stages say so; the bench checks the findings are the same).
 Without --tree (fetch, parse, rules: start-up dominates) the same pair is shown too, for honesty.
+A loopback lore answers in microseconds; lore.kernel.org does not. The last rows put a proxy that
+answers each request LORE_RTT seconds late (default 0.1, one round trip) in front of the same
+public-inbox, and give the id truncated, as people paste it (resolving it costs requests too).
 """
 from __future__ import annotations
 
+import http.server
 import json
 import mailbox
 import os
 import shutil
 import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from _common import BIN, RUNS, env, kernel, median, real_series, scratch, sh, table
@@ -25,6 +35,7 @@ from _common import BIN, RUNS, env, kernel, median, real_series, scratch, sh, ta
 from tests.fetch.conftest import ADDRESS, Inbox, _make_inbox, start_httpd
 
 PATCHES = tuple(int(n) for n in os.environ.get("PATCHES", "10,20").split(","))
+RTT = float(os.environ.get("LORE_RTT", "0.1"))
 NETDEV = ("--to=netdev@vger.kernel.org", "--cc=linux-kernel@vger.kernel.org", "--thread=shallow", "--cover-letter")
 
 
@@ -56,9 +67,16 @@ def main() -> None:
                 rows += _measure([BIN / "review", msgid, "--lore-url", httpd.url, "--tree", linux, "--format", "json"], environ, work,
                                  f"--tree 6.12, {n} patches")
             rows += _measure([BIN / "review", msgid, "--lore-url", httpd.url, "--format", "json"], environ, work, "no tree")
+            with delayed(httpd.base, RTT) as base:
+                far = base + httpd.url.removeprefix(httpd.base)
+                n, msgid = next(iter(msgids.items()))
+                rows += _measure([BIN / "review", msgid.split("@")[0], "--lore-url", far, "--tree", linux, "--format", "json"], environ, work,
+                                 f"lore {RTT * 1000:.0f} ms away, truncated id, --tree, {n} patches")
+                rows += _measure([BIN / "review", msgid.split("@")[0], "--lore-url", far, "--format", "json"], environ, work,
+                                 f"lore {RTT * 1000:.0f} ms away, truncated id, no tree")
         finally:
             httpd.stop()
-    table(f"Review by Message-ID from a local lore: first (--no-cache) vs second (from the caches), {os.cpu_count()} cores", rows)
+    table(f"Review by Message-ID from a lore: first (--no-cache) vs second (from the caches), {os.cpu_count()} cores", rows)
 
 
 def _measure(cmd: list[str | Path], environ: dict[str, str], work: Path, what: str) -> list[tuple[str, float, float | None, str]]:
@@ -75,6 +93,43 @@ def _measure(cmd: list[str | Path], environ: dict[str, str], work: Path, what: s
         (f"{what}: review MSGID --no-cache (first)", first, 1.0, "baseline"),
         (f"{what}: review MSGID (second, from the cache)", second, second / first, "target < 0.20x"),
     ]
+
+
+@contextmanager
+def delayed(upstream: str, rtt: float) -> Iterator[str]:
+    """A loopback proxy to UPSTREAM that answers each request RTT seconds late; yields its base URL."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
+            time.sleep(rtt)
+            req = urllib.request.Request(upstream.rstrip("/") + self.path, headers={"Host": self.headers["Host"]})
+            try:
+                resp = urllib.request.build_opener(_NoRedirect).open(req, timeout=30)
+                status, headers, body = resp.status, resp.headers, resp.read()
+            except urllib.error.HTTPError as exc:
+                status, headers, body = exc.code, exc.headers, exc.read()
+            self.send_response(status)
+            for key in ("Content-Type", "Location", "Content-Encoding"):
+                if headers.get(key):
+                    self.send_header(key, headers[key])
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kw: object) -> None:
+        return None
 
 
 if __name__ == "__main__":

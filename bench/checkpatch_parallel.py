@@ -10,6 +10,7 @@ from _common import kernel, median, real_series, scratch, table
 
 from reviewer import fetch
 from reviewer.kernelscripts import Options, review
+from reviewer.resultcache import OFF  # the scripts themselves, every time: not the results cache
 
 
 def main() -> None:
@@ -18,9 +19,9 @@ def main() -> None:
         _, mbox = real_series(linux, 20, Path(tmp) / "series.mbox", "--thread=shallow")
         series = fetch.build_series(fetch.read_mbox(mbox), str(mbox))
     cores = os.cpu_count() or 1
-    serial = median(lambda: review(series, linux, Options(get_maintainer=False, jobs=1)))
-    parallel = median(lambda: review(series, linux, Options(get_maintainer=False, jobs=cores)))
-    both = median(lambda: review(series, linux, Options(jobs=cores)))
+    serial = median(lambda: review(series, linux, Options(get_maintainer=False, jobs=1, cache=OFF)))
+    parallel = median(lambda: review(series, linux, Options(get_maintainer=False, jobs=cores, cache=OFF)))
+    both = median(lambda: review(series, linux, Options(jobs=cores, cache=OFF)))
     table(f"checkpatch.pl on 20 patches, {cores} cores", [
         ("serial (1 job)", serial, 1.0, "baseline"),
         (f"parallel ({cores} jobs)", parallel, parallel / serial, f"{serial / parallel:.2f}x faster"),

@@ -19,7 +19,6 @@ import contextlib
 import hashlib
 import re
 import shutil
-import tarfile
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from reviewer import resultcache, worktree
 from reviewer.model import PatchApply, Series
-from reviewer.proc import run
+from reviewer.proc import output_bytes, run
 
 KIND = "apply"
 # What `git am -3` reads from git config (not extensions.*, branch.*, remote.*: those change as
@@ -82,24 +81,52 @@ def _is_commit(tree: Path, commit: str) -> bool:
 
 @contextlib.contextmanager
 def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
-    """The touched directories of COMMIT (their files and tests/ subdirectories, not deeper), in a scratch directory."""
+    """What the boot stage's listing reads of COMMIT, in a scratch directory: the touched files, and
+    beside them (in their directory and its tests/) the Makefiles and the C files that share a
+    touched file's name (boot.intests.kunit_beside()); not whole directories (860 files, 0.6 s, for
+    20 patches on the 6.12 tree)."""
+    from reviewer.boot.intests import test_stem
+
     scratch = Path(tempfile.mkdtemp(prefix="reviewer-view-"))
     try:
         dirs = sorted({p.rsplit("/", 1)[0] + "/" if "/" in p else "" for p in touched})
+        stems: dict[str, set[str]] = {}
+        for p in touched:
+            stems.setdefault(p.rsplit("/", 1)[0] + "/" if "/" in p else "", set()).add(test_stem(p))
         specs = [s for d in dirs for s in (d or ".", f"{d}tests/")]
         listing = run(["git", "-C", str(tree), "ls-tree", "-z", commit, "--", *specs]).stdout
-        files = [e.split("\t", 1)[1] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]
-        if files:
-            archive = scratch / "view.tar"
-            run(["git", "-C", str(tree), "archive", "--format=tar", "-o", str(archive), commit, "--", *files])
-            with tarfile.open(archive) as tar:
-                tar.extractall(scratch / "tree", filter="data")
-            archive.unlink()
+        blobs = [e.split("\t", 1)[1] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]
+        wanted = set(touched)
+
+        def beside(f: str) -> bool:
+            where = f.rsplit("/", 1)[0] + "/" if "/" in f else ""
+            homes = (where, where.removesuffix("tests/")) if where.endswith("tests/") else (where,)
+            named = f.endswith(".c") and any(test_stem(f) in stems.get(h, ()) for h in homes)
+            return f in wanted or f.rsplit("/", 1)[-1] == "Makefile" or named
+
+        files = [f for f in blobs if beside(f)]
+        _write_blobs(tree, commit, files, scratch / "tree")
         for d in dirs:
             (scratch / "tree" / d).mkdir(parents=True, exist_ok=True)
         yield scratch / "tree"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _write_blobs(tree: Path, commit: str, files: list[str], where: Path) -> None:
+    """FILES of COMMIT under WHERE, read with one `git cat-file --batch` (`git archive` walks the
+    whole tree first: 0.08 s on the 6.12 tree for a single file)."""
+    if not files:
+        return
+    out = output_bytes(["git", "-C", str(tree), "cat-file", "--batch"], input="".join(f"{commit}:{f}\n" for f in files).encode())
+    at = 0
+    for f in files:
+        header_end = out.index(b"\n", at)
+        size = int(out[at:header_end].split()[2])  # "<oid> blob <size>"
+        path = where / f
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(out[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1  # the content is followed by a newline
 
 
 def apply(tree: Path, base: str, series: Series, policy: resultcache.Policy, reuse: bool, stack: contextlib.ExitStack,

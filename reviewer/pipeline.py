@@ -237,8 +237,6 @@ def _touched(series: Series) -> list[str]:
 
 
 def _selftests(run: _Run, request: Request) -> str:
-    from reviewer import selftest_stage
-
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     if request.no_tests:
         return "skipped: --no-tests"
@@ -248,6 +246,8 @@ def _selftests(run: _Run, request: Request) -> str:
     names = ", ".join(str(c.ref) for c in run.chosen)
     if not (request.run_tests or request.tests):
         return f"skipped: would run {names}; pass --run-tests to build and run code from the series"
+    from reviewer import selftest_stage
+
     outcome = _run_tests(run, request)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)

@@ -48,6 +48,18 @@ def run(
     return done
 
 
+def output_bytes(args: Sequence[str | Path], *, input: bytes, timeout: float = DEFAULT_TIMEOUT) -> bytes:
+    """Run a command for its standard output as bytes (`git cat-file --batch`: sizes count bytes)."""
+    argv = tuple(str(a) for a in args)
+    try:
+        proc = subprocess.run(argv, input=input, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(argv, None, _text(exc.stdout), _text(exc.stderr), timeout) from exc
+    if proc.returncode != 0:
+        raise CommandError(argv, proc.returncode, "", _text(proc.stderr), None)
+    return proc.stdout
+
+
 def _text(data: bytes | str | None) -> str:
     if data is None:
         return ""

@@ -89,15 +89,13 @@ def sparse_patterns(paths: list[str], build: bool = True) -> list[str]:
     return [*TOP, *sorted({f"/{_literal(p)}" for p in paths} | {n for p in paths for n in kunit_beside(p)})]
 
 
-# A test's name around the name of the file it tests (boot/intests.py _AFFIXES): test_foo.c, foo_kunit.c.
-_TEST_AFFIXES = re.compile(r"^(?:test_|test-)|(?:_kunit_test|_kunit|_test|-test|_tests|-kunit)$")
-
-
 def kunit_beside(path: str) -> list[str]:
     """Patterns for where boot.intests.kunit_beside() looks for PATH's KUnit suite: C files named
     after it in its directory and in tests/ below it, and the Makefiles that build them."""
+    from reviewer.boot.intests import test_stem
+
     parent = path.rpartition("/")[0]
-    stem = _literal(_TEST_AFFIXES.sub("", Path(path).stem))
+    stem = _literal(test_stem(path))
     where = [f"/{_literal(parent)}/", f"/{_literal(parent)}/tests/"] if parent else ["/tests/"]  # "/*" has the top level
     return [f"{d}{f}" for d in where for f in (f"*{stem}*.c", "Makefile")]
 

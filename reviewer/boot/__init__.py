@@ -6,7 +6,21 @@
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from reviewer.boot.intests import InTest, describe, from_rules, relevant
-from reviewer.boot.runner import Outcome, run_intests
+
+if TYPE_CHECKING:
+    from reviewer.boot.runner import Outcome, run_intests
+
+
+def __getattr__(name: str) -> Any:
+    """The runner (builds, QEMU) is loaded when a boot really runs, not for the listing every review makes."""
+    if name in ("Outcome", "run_intests"):
+        from reviewer.boot import runner
+
+        return getattr(runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["InTest", "Outcome", "describe", "from_rules", "relevant", "run_intests"]

@@ -82,14 +82,20 @@ def from_rule(rule: str, test: InKernelTest, paths: tuple[str, ...] = ()) -> InT
     return InTest(f"kunit:{test.name}" if kunit else test.name, test.kind, tuple(dict.fromkeys(symbols)), paths, test.source, rule)
 
 
+def test_stem(path: str) -> str:
+    """The file name without directory, extension and test affixes: a test and what it tests share it
+    (lib/overflow.c, lib/overflow_kunit.c, lib/tests/test_overflow.c)."""
+    return _AFFIXES.sub("", Path(path).stem)
+
+
 def kunit_beside(tree: Path, path: str) -> list[InTest]:
     """KUnit suites in PATH's directory (or its tests/ subdirectory) named after PATH's file."""
     rel = Path(path)
-    stem = _AFFIXES.sub("", rel.stem)
+    stem = test_stem(path)
     candidates = [*(tree / rel.parent).glob("*.c"), *(tree / rel.parent / "tests").glob("*.c")]
     out = []
     for c in sorted(candidates):
-        if _AFFIXES.sub("", c.stem) == stem and (t := kunit_suite(tree, c)) is not None:
+        if test_stem(c.name) == stem and (t := kunit_suite(tree, c)) is not None:
             out.append(t)
     return out
 

@@ -22,14 +22,15 @@ CATCH_ALL = "THE REST"
 
 
 def check(series: Series, base: BaseTree | None) -> Iterator[Finding]:
-    if base is None:
-        return
+    added = [(patch, fc) for patch, fc in new_files(series) if not fc.is_symlink]
+    if base is None or not added:
+        return  # no new file: MAINTAINERS (thousands of entries) is not even read
     text = text_after(series, base, "MAINTAINERS")
     if text is None:
         return
     sections = [s for s in parse(text) if s[0] != CATCH_ALL]
-    for patch, fc in new_files(series):
-        if not fc.is_symlink and not any(covers(s, fc.path) for s in sections):
+    for patch, fc in added:
+        if not any(covers(s, fc.path) for s in sections):
             yield Finding("", LEVEL, f"no MAINTAINERS entry covers the new file {fc.path}", patch.index, fc.path,
                           hint="add an F: line to the subsystem's MAINTAINERS entry (or a new entry)")
 

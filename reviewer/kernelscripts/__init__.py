@@ -129,7 +129,8 @@ def _checkpatch_keys(tree: Path, mails: list[Mail], args: list[str], env: dict[s
     """Per mail, the result-cache key of checkpatch.pl's output: see cachekeys for why these parts are all it reads."""
     shared = {"argv": args, "env": env, "files": cachekeys.files(tree, cachekeys.CHECKPATCH_FILES),
               "home": cachekeys.home([".checkpatch.conf"]), "programs": cachekeys.programs("perl", "python3", "git"),
-              "codespell": resultcache.file_id(dictionary) if dictionary is not None else None, "tree": cachekeys.tree_state(tree)}
+              "codespell": resultcache.file_id(dictionary) if dictionary is not None else None,
+              "tree": cachekeys.tree_state(tree, (p for m in mails for f in m.patch.files for p in (f.path, f.old_path) if p))}
     ids = cachekeys.commit_ids(env["GIT_DIR"], [m.text for m in mails])
     return [resultcache.key("checkpatch", [shared, commits, mail.text]) for mail, commits in zip(mails, ids, strict=True)]
 

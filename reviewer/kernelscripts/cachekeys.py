@@ -10,7 +10,8 @@ checkpatch.pl (6.12) reads, besides the mail on stdin and its options:
 - the repository, for every commit id the commit message quotes (`git log -1 ID`);
 - the codespell dictionary (with --codespell), perl, and python3 for spdxcheck.py.
 So its key holds the tree's state (HEAD's tree plus the content of every modified, staged or
-untracked file: `git status` without taking locks), the named files' contents (also in the
+untracked file where it looks: `git status` without taking locks, limited to READS and the
+touched files, 0.05 s instead of 0.19 s for the whole 6.12 tree), the named files' contents (also in the
 tree's state; named so that the key says what matters most), the repository's resolution of each
 hex token in the commit message, the programs, and the argv (options and paths).
 
@@ -58,13 +59,25 @@ def programs(*names: str) -> dict[str, object]:
     return {name: program_id(shutil.which(name)) for name in names}
 
 
-def tree_state(tree: Path) -> dict[str, object]:
-    """HEAD's tree and every path `git status` lists (staged, modified, deleted, untracked) with its content.
+# Where checkpatch.pl looks in the working tree (every `$root/...` of 6.12's checkpatch.pl): the
+# top-level entries (top_of_kernel_tree(), the -p0 check, .checkpatch.conf, MAINTAINERS, .mailmap),
+# scripts/ (itself, spelling.txt, get_maintainer.pl, spdxcheck.py), include/ (CamelCase seeding,
+# <asm/...> vs <linux/...>), the DT bindings (compatible strings), LICENSES/; plus the files the
+# patches touch (`-f $root/$file`), added by tree_state().
+# The top-level entries are named one by one (a `:(glob)*` pathspec makes git scan the whole tree).
+READS = ("scripts", "include", "Documentation/devicetree/bindings", "LICENSES", ".scripts")
 
-    `--no-optional-locks`: no lock taken, the index is not rewritten. 0.25 s on the 6.12 tree.
+
+def tree_state(tree: Path, touched: Iterable[str] = ()) -> dict[str, object]:
+    """HEAD's tree and every path `git status` lists (staged, modified, deleted, untracked) where
+    checkpatch.pl looks (READS and TOUCHED), with its content.
+
+    `--no-optional-locks`: no lock taken, the index is not rewritten.
     """
     head = run(["git", "-C", str(tree), "rev-parse", "--verify", "-q", "HEAD^{tree}"], check=False).stdout.strip()
-    status = run(["git", "--no-optional-locks", "-C", str(tree), "status", "--porcelain=v1", "-z", "--untracked-files=all"]).stdout
+    top = sorted((e.name, e.is_dir()) for e in os.scandir(tree) if e.name != ".git")
+    specs = [*READS, *sorted({f":(literal){p}" for p in (*touched, *(name for name, is_dir in top if not is_dir))})]
+    status = run(["git", "--no-optional-locks", "-C", str(tree), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs]).stdout
     dirty = []
     tokens = iter(status.split("\0"))
     for token in tokens:
@@ -74,7 +87,7 @@ def tree_state(tree: Path) -> dict[str, object]:
         if xy[0] in "RC":
             dirty.append([xy, next(tokens, ""), None])  # the rename's source
         dirty.append([xy, path, _content(tree / path)])
-    return {"head_tree": head or None, "dirty": dirty}
+    return {"head_tree": head or None, "top": top, "dirty": dirty}
 
 
 def _content(path: Path) -> str | None:

@@ -73,9 +73,15 @@ class GitBaseTree:
         return list(self._tree())
 
     def read(self, path: str) -> str | None:
+        """PATH's text at the commit; None when it is not a file there. Until something needs the
+        whole listing (0.14 s on the 6.12 tree), one `git cat-file blob` per file read."""
         if path not in self._texts:
-            found = path in self._tree()
-            self._texts[path] = run(["git", "-C", self.repo, "show", f"{self.commit}:{path}"]).stdout if found else None
+            if self._modes is not None:
+                found = path in self._modes and self._modes[path] != "040000"
+                self._texts[path] = run(["git", "-C", self.repo, "show", f"{self.commit}:{path}"]).stdout if found else None
+            else:
+                done = run(["git", "-C", self.repo, "cat-file", "blob", f"{self.commit}:{path}"], check=False)
+                self._texts[path] = done.stdout if done.returncode == 0 else None
         return self._texts[path]
 
     def is_symlink(self, path: str) -> bool:

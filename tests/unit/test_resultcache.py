@@ -197,6 +197,16 @@ def test_what_makes_checkpatch_run_again(tree: Path) -> None:
         assert runs[-1] == runs[-2] + 1, name
         again()
         assert runs[-1] == runs[-2], name  # and cached again under the new key
+    for name in ("drivers/net/dummy.c", "Kbuild"):  # a touched file, a top-level one: checkpatch looks at both
+        path = tree / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("/* changed */\n")
+        again()
+        assert runs[-1] == runs[-2] + 1, name
+    (tree / "drivers/gpu").mkdir(parents=True)
+    (tree / "drivers/gpu/elsewhere.c").write_text("int y;\n")
+    again()  # a file where checkpatch never looks: still cached
+    assert runs[-1] == runs[-2]
     _git(tree, "add", "-A")
     _git(tree, "commit", "-q", "-m", "more")
     again()  # the same files, now committed: HEAD's tree is another
