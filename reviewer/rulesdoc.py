@@ -21,6 +21,11 @@ def _rule(rule: Rule) -> str:
     lines = [f"{rule.id} [{rule.level}] (rule, {rule.source})", *_wrap("summary", rule.summary), *_wrap("why", rule.why)]
     for req in rule.requires:
         lines.append(f"  requires {rule.id}/{req.id} [{req.level or rule.level}]: {req.message}")
+    if rule.selftests:
+        lines.append(f"  selftests: {', '.join(rule.selftests)} (with --run-tests)")
+    for t in rule.in_kernel_tests:
+        extra = f" + {', '.join(t.extra_config)}" if t.extra_config else ""
+        lines.append(f"  in-kernel test {t.name} ({t.kind}, CONFIG_{t.config}=y{extra}{', ' + t.source if t.source else ''}; with --boot)")
     for example in rule.examples:
         lines.append(f"  example {example.name}: expect {', '.join(example.expect) or 'nothing'}")
     return "\n".join(lines)

@@ -34,6 +34,9 @@ def test_rules_lists_every_rule_and_check(tmp_path: Path) -> None:
     for check in CHECKS:
         assert f"{check} [" in result.stdout
     assert "why:" in result.stdout and "summary:" in result.stdout
+    # what a rule makes run: selftests and in-kernel tests, and when
+    assert "  selftests: vDSO:vdso_test_getrandom, vDSO:vdso_test_chacha (with --run-tests)" in result.stdout
+    assert "  in-kernel test overflow (kunit, CONFIG_OVERFLOW_KUNIT_TEST=y, lib/overflow_kunit.c; with --boot)" in result.stdout
 
 
 def test_rules_check_accepts_the_shipped_rules(tmp_path: Path) -> None:
