@@ -10,20 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import statistics
-import sys
-import time
-from collections.abc import Callable
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from _common import RUNS, median  # also puts the project on sys.path
 
 from reviewer.checks import run_checks
 from reviewer.model import Patch, Person, Series, Trailer
 from reviewer.patchparse import parse_diff
 from reviewer.rules import RULES_DIR, evaluate, load_rules
 
-RUNS = int(__import__("os").environ.get("RUNS", "5"))
 PATCHES = 500
 AUTHOR = Person("Bench Author", "bench@example.org")
 
@@ -66,15 +60,6 @@ def series(diffs: list[str]) -> Series:
         for i, d in enumerate(diffs, 1)
     )
     return Series("bench: Add 500 drivers", 1, "bench-0@example.org", AUTHOR, None, PATCHES, patches, base_commit="0" * 40)
-
-
-def median(fn: Callable[[], object]) -> float:
-    times = []
-    for _ in range(RUNS):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def main() -> None:

@@ -2,7 +2,7 @@
 
 `git am -3` of a series on a base is determined by: the repository (its objects: the base
 commit, and the pre-image blobs a 3-way merge falls back to), the base commit, each patch's
-mail exactly as the apply stage feeds it to `git am` (worktree._as_mail), git's version, and
+mail exactly as the apply stage feeds it to `git am` (worktree.as_mail), git's version, and
 the git configuration `git am` runs under (am.*, apply.*, core.* ...: the tree's and the
 user's, as `git config --list` shows them). All of it is in the key.
 
@@ -43,8 +43,8 @@ class Outcome:
 
 
 def key(tree: Path, base: str, series: Series) -> str:
-    git_dir = run(["git", "-C", str(tree), "rev-parse", "--absolute-git-dir"]).stdout.strip()
-    mails = [hashlib.sha256(worktree._as_mail(series, p.index)).hexdigest() for p in series.patches]
+    git_dir = worktree.git_dir(tree)
+    mails = [hashlib.sha256(worktree.as_mail(p)).hexdigest() for p in series.patches]
     # Pre-images a 3-way merge would need; not those the series' own patches make (the first apply stores them).
     made = {post for p in series.patches for _, post in _INDEX.findall(p.diff)}
     blobs = sorted({pre for p in series.patches for pre, _ in _INDEX.findall(p.diff) if set(pre) != {"0"} and pre not in made})
@@ -89,17 +89,17 @@ def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
 
     scratch = Path(tempfile.mkdtemp(prefix="reviewer-view-"))
     try:
-        dirs = sorted({p.rsplit("/", 1)[0] + "/" if "/" in p else "" for p in touched})
         stems: dict[str, set[str]] = {}
         for p in touched:
-            stems.setdefault(p.rsplit("/", 1)[0] + "/" if "/" in p else "", set()).add(test_stem(p))
+            stems.setdefault(_dir(p), set()).add(test_stem(p))
+        dirs = sorted(stems)
         specs = [s for d in dirs for s in (d or ".", f"{d}tests/")]
         listing = run(["git", "-C", str(tree), "ls-tree", "-z", commit, "--", *specs]).stdout
         blobs = [e.split("\t", 1)[1] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]
         wanted = set(touched)
 
         def beside(f: str) -> bool:
-            where = f.rsplit("/", 1)[0] + "/" if "/" in f else ""
+            where = _dir(f)
             homes = (where, where.removesuffix("tests/")) if where.endswith("tests/") else (where,)
             named = f.endswith(".c") and any(test_stem(f) in stems.get(h, ()) for h in homes)
             return f in wanted or f.rsplit("/", 1)[-1] == "Makefile" or named
@@ -111,6 +111,11 @@ def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
         yield scratch / "tree"
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _dir(path: str) -> str:
+    """PATH's directory with a trailing slash; "" at the top."""
+    return path.rpartition("/")[0] + "/" if "/" in path else ""
 
 
 def _write_blobs(tree: Path, commit: str, files: list[str], where: Path) -> None:
@@ -136,14 +141,10 @@ def apply(tree: Path, base: str, series: Series, policy: resultcache.Policy, reu
     digest = key(tree, base, series) if policy.read or policy.write else None
     cached = lookup(tree, digest, policy) if digest is not None and reuse else None
     if cached is not None:
-        patched = stack.enter_context(view(tree, cached.commit, _touched(series))) if cached.commit is not None else None
+        patched = stack.enter_context(view(tree, cached.commit, series.touched)) if cached.commit is not None else None
         return patched, cached.patches, True
     patched = stack.enter_context(open_worktree())
     results = worktree.apply_series(patched, series)
     if digest is not None:
         store(digest, results, patched, policy)
     return patched, results, False
-
-
-def _touched(series: Series) -> list[str]:
-    return sorted({p for patch in series.patches for f in patch.files for p in (f.path, f.old_path) if p})

@@ -187,7 +187,7 @@ _RUNS = itertools.count()
 def run_log_dir(config: Config, asked: Path | None, stamp: str) -> Path:
     """Where a run keeps its logs: --log-dir, else git config reviewer.logDir, else
     $XDG_STATE_HOME/reviewer/logs (~/.local/state/...); one subdirectory per run. Not created here:
-    a stage creates it when it has a log to keep."""
+    a stage creates it when it has a log to keep; the old runs' directories beside it are pruned."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     parent = asked or config.log_dir or state / "reviewer" / "logs"
     prune_runs(parent)

@@ -124,6 +124,11 @@ class Patch:
         return sum(f.removed for f in self.files)
 
     @property
+    def paths(self) -> set[str]:
+        """Every path this patch changes, renames' and copies' sources too."""
+        return {p for f in self.files for p in (f.path, f.old_path) if p}
+
+    @property
     def signoff_emails(self) -> set[str]:
         return {_email_of(t.value) for t in self.trailers if t.name.lower() == "signed-off-by"}
 
@@ -165,6 +170,11 @@ class Series:
     @property
     def removed(self) -> int:
         return sum(p.removed for p in self.patches)
+
+    @property
+    def touched(self) -> list[str]:
+        """Every path the patches change, renames' and copies' sources too, sorted."""
+        return sorted({p for patch in self.patches for p in patch.paths})
 
 
 @dataclass(frozen=True)

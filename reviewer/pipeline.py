@@ -42,7 +42,7 @@ from reviewer.rules.engine import trigger_hits
 # The stages that need a kernel tree import their modules when they run: a review without a
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
 if TYPE_CHECKING:
-    from reviewer import kernelscripts, selftest_stage
+    from reviewer import kernelscripts, resultcache, selftest_stage
     from reviewer.selftests import Chosen
 
 Progress = Callable[[str], AbstractContextManager[None]]
@@ -189,16 +189,16 @@ def _check(run: _Run, request: Request) -> str:
 
 def _kernel_scripts(run: _Run, request: Request) -> kernelscripts.Outcome:
     """The tree's checkpatch.pl and get_maintainer.pl, when a tree is given."""
-    from reviewer import kernelscripts, resultcache
+    from reviewer import kernelscripts
 
     assert run.series is not None and request.tree is not None
     options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore,
-                                    cache=resultcache.Policy.of(request.no_cache, run.config.result_cache is not False))
+                                    cache=_result_policy(run, request))
     return kernelscripts.review(run.series, request.tree, options)
 
 
 def _apply(run: _Run, request: Request) -> str:
-    from reviewer import applycache, resultcache
+    from reviewer import applycache
 
     assert run.series is not None and request.tree is not None and run.base is not None
     base, source = run.base
@@ -208,7 +208,7 @@ def _apply(run: _Run, request: Request) -> str:
         run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
     # A cached outcome when only listings follow (no selftests run, no boot): no worktree then.
-    tree, policy = request.tree, resultcache.Policy.of(request.no_cache, run.config.result_cache is not False)
+    tree, policy = request.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
     build = bool(request.run_tests or request.tests or request.boot)
     run.patched, results, cached = applycache.apply(tree, base, run.series, policy, not build,
@@ -221,6 +221,13 @@ def _apply(run: _Run, request: Request) -> str:
     return f"{len(results)} patches applied to {base[:12]} ({source}){' (cached)' if cached else ''}"
 
 
+def _result_policy(run: _Run, request: Request) -> resultcache.Policy:
+    """--no-cache recomputes (and stores); git config reviewer.resultCache false neither reads nor stores."""
+    from reviewer import resultcache
+
+    return resultcache.Policy.of(request.no_cache, run.config.result_cache is not False)
+
+
 def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
     """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
     BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
@@ -228,12 +235,8 @@ def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractC
 
     assert run.series is not None
     if run.config.reuse_worktrees:
-        return worktree.cached(tree, base, _touched(run.series), cache.root() / "worktrees", build)
-    return worktree.isolated(tree, base, _touched(run.series), build)
-
-
-def _touched(series: Series) -> list[str]:
-    return sorted({p for patch in series.patches for f in patch.files for p in (f.path, f.old_path) if p})
+        return worktree.cached(tree, base, run.series.touched, cache.root() / "worktrees", build)
+    return worktree.isolated(tree, base, run.series.touched, build)
 
 
 def _selftests(run: _Run, request: Request) -> str:
@@ -266,7 +269,7 @@ def _boot(run: _Run, request: Request) -> str:
     from reviewer.selftests import Chosen, TestRef
 
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
-    touched = _touched(run.series)
+    touched = run.series.touched
     extra = boot.from_rules(run.rules, run.series.patches)
     chosen = boot.relevant(touched, run.patched, extra)
     run.chosen += [Chosen(TestRef("boot", t.name), (why,)) for t, why in chosen]

@@ -32,16 +32,7 @@ def run(
 ) -> Completed:
     """Run a command, capture its output as text; raise CommandError on failure or timeout."""
     argv = tuple(str(a) for a in args)
-    full_env = {**os.environ, **env} if env is not None else None
-    data = input.encode() if isinstance(input, str) else input
-    try:
-        proc = subprocess.run(
-            argv, cwd=cwd, env=full_env, input=data, capture_output=True, timeout=timeout
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise CommandError(argv, None, _text(exc.stdout), _text(exc.stderr), timeout) from exc
-    except FileNotFoundError as exc:
-        raise CommandError(argv, None, "", f"{argv[0]}: command not found", None) from exc
+    proc = _spawn(argv, cwd, {**os.environ, **env} if env is not None else None, input.encode() if isinstance(input, str) else input, timeout)
     done = Completed(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
     if check and proc.returncode != 0:
         raise CommandError(argv, proc.returncode, done.stdout, done.stderr, None)
@@ -51,13 +42,21 @@ def run(
 def output_bytes(args: Sequence[str | Path], *, input: bytes, timeout: float = DEFAULT_TIMEOUT) -> bytes:
     """Run a command for its standard output as bytes (`git cat-file --batch`: sizes count bytes)."""
     argv = tuple(str(a) for a in args)
-    try:
-        proc = subprocess.run(argv, input=input, capture_output=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        raise CommandError(argv, None, _text(exc.stdout), _text(exc.stderr), timeout) from exc
+    proc = _spawn(argv, None, None, input, timeout)
     if proc.returncode != 0:
         raise CommandError(argv, proc.returncode, "", _text(proc.stderr), None)
     return proc.stdout
+
+
+def _spawn(argv: tuple[str, ...], cwd: Path | str | None, env: Mapping[str, str] | None, data: bytes | None,
+           timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """subprocess.run with both outputs captured; a timeout or a missing program is a CommandError."""
+    try:
+        return subprocess.run(argv, cwd=cwd, env=env, input=data, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        raise CommandError(argv, None, _text(exc.stdout), _text(exc.stderr), timeout) from exc
+    except FileNotFoundError as exc:
+        raise CommandError(argv, None, "", f"{argv[0]}: command not found", None) from exc
 
 
 def _text(data: bytes | str | None) -> str:

@@ -94,10 +94,13 @@ def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
         cached = _cached(ref, fresh)
         if cached is not None:
             return fetch.split_thread(cached)
-    full = lore.resolve(server, ref.msgid) if ref.truncated else ref.msgid
-    cached = None if remote.no_cache else cache.read(full, fresh)
-    if cached is not None:
-        return fetch.split_thread(cached)
+    full = ref.msgid
+    if ref.truncated:
+        full = lore.resolve(server, ref.msgid)
+        # Several cached threads started with the prefix: now that lore said which, it may be cached.
+        cached = None if remote.no_cache else cache.read(full, fresh)
+        if cached is not None:
+            return fetch.split_thread(cached)
     msgs = fetch.split_thread(server.thread_mbox(full))
     try:
         msgs = fetch.with_other_revisions(msgs, server.url, server.session, server.policy.timeout)
@@ -110,16 +113,21 @@ def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
 def _cached(ref: msgid.MsgRef, fresh: float) -> bytes | None:
     """A fresh cached thread for REF without asking lore; a truncated id only when exactly one
     cached thread starts with it (lore would be asked to resolve an ambiguous one)."""
-    ids = cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+    ids = _cached_ids(ref)
     data = cache.read(ids[0], fresh) if len(ids) == 1 else None
     if data is not None and ref.truncated:
         lore.note(f"resolved {ref.msgid} to {ids[0]} (a thread cached in the last {fresh / 60:g} minutes)")
     return data
 
 
+def _cached_ids(ref: msgid.MsgRef) -> list[str]:
+    """The cached Message-IDs REF may name: those starting with it when it is truncated."""
+    return cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+
+
 def _offline(ref: msgid.MsgRef) -> bytes:
     hint = "run once without --offline to fetch and cache it"
-    ids = cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+    ids = _cached_ids(ref)
     if len(ids) > 1:
         raise FetchError(f"{ref.msgid!r} is ambiguous: {len(ids)} cached series match: {', '.join(ids)}", "give more of the Message-ID")
     data = cache.read(ids[0], max_age=None) if ids else None

@@ -30,6 +30,11 @@ def git(repo: Path, *args: str, check: bool = True, input: bytes | None = None, 
     return run(["git", "-C", str(repo), *args], env=_GIT_ENV, input=input, check=check, timeout=timeout).stdout
 
 
+def git_dir(tree: Path) -> str:
+    """TREE's git directory, absolute (`git rev-parse --absolute-git-dir`)."""
+    return git(tree, "rev-parse", "--absolute-git-dir").strip()
+
+
 def is_git_tree(path: Path) -> bool:
     return run(["git", "-C", str(path), "rev-parse", "--git-dir"], check=False).returncode == 0
 
@@ -225,7 +230,7 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
     entries on a kernel tree), so one per patch cost ~0.1 s a patch more here.
     """
     before = git(wt, "rev-parse", "HEAD").strip()
-    mbox = b"".join(_mboxrd(_as_mail(series, p.index)) for p in series.patches)
+    mbox = b"".join(_mboxrd(as_mail(p)) for p in series.patches)
     error: CommandError | None = None
     try:
         # The user's hooks are not run on a series under review.
@@ -272,8 +277,8 @@ def _why(exc: CommandError) -> str:
     return "; ".join(lines[:3]) or exc.message
 
 
-def _as_mail(series: Series, index: int) -> bytes:
-    patch = series.patches[[p.index for p in series.patches].index(index)]
+def as_mail(patch: Patch) -> bytes:
+    """PATCH as the one mail `git am` gets for it (the apply cache's key hashes exactly this)."""
     msg = EmailMessage()
     msg["From"] = str(patch.author)
     if patch.date:

@@ -32,6 +32,7 @@ from reviewer.kernelscripts import cachekeys, checkpatch, get_maintainer
 from reviewer.kernelscripts.mails import Mail, render
 from reviewer.model import Finding, Level, Series
 from reviewer.proc import run
+from reviewer.worktree import git_dir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -92,7 +93,7 @@ def _write(scratch: Path, mail: Mail) -> Path:
 def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options) -> tuple[list[Finding], str]:
     dictionary = _codespell_file() if options.codespell else None
     opts = checkpatch.Options(options.strict, dictionary, frozenset(t.upper() for t in options.ignore))
-    env = {"GIT_DIR": _git_dir(tree)}
+    env = {"GIT_DIR": git_dir(tree)}
     args = checkpatch.argv(tree, opts)
     keys = _checkpatch_keys(tree, mails, args, env, dictionary) if options.cache.read or options.cache.write else [None] * len(mails)
 
@@ -130,7 +131,7 @@ def _checkpatch_keys(tree: Path, mails: list[Mail], args: list[str], env: dict[s
     shared = {"argv": args, "env": env, "files": cachekeys.files(tree, cachekeys.CHECKPATCH_FILES),
               "home": cachekeys.home([".checkpatch.conf"]), "programs": cachekeys.programs("perl", "python3", "git"),
               "codespell": resultcache.file_id(dictionary) if dictionary is not None else None,
-              "tree": cachekeys.tree_state(tree, (p for m in mails for f in m.patch.files for p in (f.path, f.old_path) if p))}
+              "tree": cachekeys.tree_state(tree, {p for m in mails for p in m.patch.paths})}
     ids = cachekeys.commit_ids(env["GIT_DIR"], [m.text for m in mails])
     return [resultcache.key("checkpatch", [shared, commits, mail.text]) for mail, commits in zip(mails, ids, strict=True)]
 
@@ -175,10 +176,6 @@ def gather(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
 
 def _failed(tool: str, mail: Mail, why: str) -> Finding:
     return Finding(f"{tool}/failed", Level.WARNING, f"{tool}.pl failed on this patch: {why}", mail.patch.index)
-
-
-def _git_dir(tree: Path) -> str:
-    return run(["git", "-C", tree, "rev-parse", "--absolute-git-dir"]).stdout.strip()
 
 
 def _sandbox(tree: Path, cwd: Path) -> Path:
