@@ -187,11 +187,21 @@ _RUNS = itertools.count()
 def run_log_dir(config: Config, asked: Path | None, stamp: str) -> Path:
     """Where a run keeps its logs: --log-dir, else git config reviewer.logDir, else
     $XDG_STATE_HOME/reviewer/logs (~/.local/state/...); one subdirectory per run. Not created here:
-    a stage creates it when it has a log to keep; the old runs' directories beside it are pruned."""
+    a stage creates it when it has a log to keep; the old runs' directories beside it are pruned.
+    A parent that cannot be made or written is a ConfigError, before the stage runs anything."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
     parent = asked or config.log_dir or state / "reviewer" / "logs"
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"log directory {parent}: cannot create it: {exc.strerror}", _LOG_HINT) from exc
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise ConfigError(f"log directory {parent}: not writable", _LOG_HINT)
     prune_runs(parent)
     return parent / stamp
+
+
+_LOG_HINT = "point --log-dir (or git config reviewer.logDir) at a writable directory"
 
 
 LOG_DAYS = 30  # run log directories older than this are removed when a new run keeps logs

@@ -251,10 +251,10 @@ def _selftests(run: _Run, request: Request) -> str:
         return f"skipped: would run {names}; pass --run-tests to build and run code from the series"
     from reviewer import selftest_stage
 
+    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked before anything runs
     outcome = _run_tests(run, request)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
-    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",

@@ -71,6 +71,18 @@ def test_a_broken_selftest_is_a_regression_exit_6(kernel_repo: Path, tmp_path: P
     result.assert_nothing_left()
 
 
+def test_an_unwritable_log_directory_is_a_configuration_error(kernel_repo: Path, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-dir"
+    blocked.write_text("a file where the log directory should go\n")
+    before = _state(kernel_repo)
+    result = review(DEMO, "--tree", kernel_repo, "--run-tests", "--log-dir", blocked / "logs", "--format", "json", tmp=tmp_path / "tmp")
+    result.assert_one_line_error(ExitStatus.CONFIG, f"log directory {blocked / 'logs'}: cannot create it")
+    assert "--log-dir" in result.stderr.splitlines()[1]
+    assert result.stdout == ""  # a configuration error: no report, as for any other
+    assert _state(kernel_repo) == before
+    result.assert_nothing_left()
+
+
 def test_a_hanging_selftest_times_out(kernel_repo: Path, tmp_path: Path) -> None:
     source = (kernel_repo / VDSO / "vdso_test_gettimeofday.c").read_text()
     hang = source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1) + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n"
