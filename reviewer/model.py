@@ -43,6 +43,7 @@ class Trailer:
     value: str
     source: str  # "patch" (in the commit message) or "followup" (a reply on the list)
     msgid: str | None = None  # the reply that carried it, for follow-ups
+    comment: str = ""  # `# 6.1+` after the value, or a `[ ... ]` line below it in the trailer block
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,8 @@ class Patch:
     attestation: tuple[str, ...] = ()  # "signed ed25519/a@b", "badsig ...", "nokey ..." (patatt; DKIM via b4)
     mail_subject: str = ""  # the Subject: as sent, prefixes and all ("[RFC PATCH v2 3/5] ...")
     references: tuple[str, ...] = ()  # the mail's References (and In-Reply-To), oldest first
+    sender: Person | None = None  # the mail's From: when an in-body From: names another author
+    carried_from: int | None = None  # a partial reroll: the revision this patch was taken from
 
     @property
     def added(self) -> int:
@@ -128,10 +131,6 @@ class Patch:
         """Every path this patch changes, renames' and copies' sources too."""
         return {p for f in self.files for p in (f.path, f.old_path) if p}
 
-    @property
-    def signoff_emails(self) -> set[str]:
-        return {_email_of(t.value) for t in self.trailers if t.name.lower() == "signed-off-by"}
-
 
 @dataclass(frozen=True)
 class Cover:
@@ -144,6 +143,49 @@ class Cover:
     cc: tuple[str, ...] = ()  # the mail's Cc: addresses
     mail_subject: str = ""  # the Subject: as sent
     references: tuple[str, ...] = ()  # the mail's References, oldest first
+
+
+@dataclass(frozen=True)
+class Posting:
+    """One sending of a revision: its cover letter (or first patch) and the patches below it."""
+
+    msgid: str
+    subject: str  # as sent, prefixes and all
+    sender: Person
+    date: dt.datetime | None
+    revision: int
+    total: int
+    patches: tuple[int, ...]  # the patch numbers it holds
+    reviewed: bool  # this is the posting the review is of
+    replaced: tuple[str, ...] = ()  # msgids of earlier copies of a patch that a later copy in it replaced
+
+
+@dataclass(frozen=True)
+class FollowupPatch:
+    """A patch sent in reply to one of the series' patches (a fixup): not part of the series."""
+
+    msgid: str
+    subject: str  # as sent
+    author: Person
+    date: dt.datetime | None
+    of_patch: int  # the patch it answers (0: the cover letter)
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    url: str
+    ref: str  # the branch or tag to pull ("HEAD" when the mail names none)
+    base: str | None = None  # "The following changes since commit ..."
+    tip: str | None = None  # "for you to fetch changes up to ..."
+
+
+@dataclass(frozen=True)
+class DroppedTrailer:
+    """A reply's trailer b4 did not apply: a person trailer whose address is not the reply's sender's."""
+
+    name: str
+    value: str
+    sender: Person
 
 
 @dataclass(frozen=True)
@@ -162,6 +204,15 @@ class Series:
     prerequisites: tuple[str, ...] = ()
     revisions: tuple[int, ...] = ()  # every revision seen in the input
     source: str = ""  # what the user named: a path, a range, a message-id
+    postings: tuple[Posting, ...] = ()  # every posting in the input, the reviewed one marked
+    followup_patches: tuple[FollowupPatch, ...] = ()
+    pull_request: PullRequest | None = None
+    dropped_trailers: tuple[DroppedTrailer, ...] = ()
+
+    @property
+    def reroll_from(self) -> int | None:
+        """A partial reroll: the revision the patches not resent were carried over from."""
+        return next((p.carried_from for p in self.patches if p.carried_from is not None), None)
 
     @property
     def added(self) -> int:
@@ -267,10 +318,3 @@ class Review:
     @property
     def errors(self) -> int:
         return sum(1 for f in self.findings if f.level is Level.ERROR)
-
-
-def _email_of(value: str) -> str:
-    start, end = value.rfind("<"), value.rfind(">")
-    if 0 <= start < end:
-        return value[start + 1 : end].strip().lower()
-    return value.strip().lower()

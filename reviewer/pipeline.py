@@ -29,13 +29,14 @@ from reviewer.model import (
     ChosenTest,
     Finding,
     Level,
+    Patch,
     Review,
     Series,
     StageResult,
     StageStatus,
     TestRun,
 )
-from reviewer.patchparse import parse_diff
+from reviewer.patchparse import ParsedDiff, read_diff
 from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
 
@@ -136,7 +137,7 @@ def _configure(run: _Run, request: Request) -> None:
     if run.config.disable or run.config.levels:
         from reviewer import kernelscripts
 
-        config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS])
+        config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS, *PARSE_IDS])
 
 
 def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | None) -> ReviewerError | None:
@@ -157,17 +158,41 @@ def _load(run: _Run, request: Request) -> str:
     remote = targets.Remote(request.lore_url, request.no_cache, request.offline)
     run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
     s = run.series
+    if s.pull_request is not None:
+        return f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail")
     return f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches"
 
 
 def _parse(run: _Run) -> str:
+    """Every patch's diff, as far as it can be read: a damaged or missing diff is a finding on its patch,
+    and the other patches are still reviewed."""
     assert run.series is not None
-    patches = tuple(
-        replace(p, files=parse_diff(p.diff, f"patch {p.index}/{p.total} ({p.subject})")) for p in run.series.patches
-    )
-    run.series = replace(run.series, patches=patches)
-    files = sum(len(p.files) for p in patches)
-    return f"{files} files, +{run.series.added} -{run.series.removed}"
+    parsed = [(p, read_diff(p.diff)) for p in run.series.patches]
+    run.series = replace(run.series, patches=tuple(replace(p, files=d.files) for p, d in parsed))
+    run.findings.extend(config.apply(run.config, [f for p, d in parsed for f in _diff_findings(p, d)]))
+    files = sum(len(d.files) for _, d in parsed)
+    damaged = sum(1 for _, d in parsed if d.damage)
+    bare = sum(1 for _, d in parsed if not d.files and not d.damage)
+    extra = "".join(f"; {n} {what}" for n, what in ((damaged, "damaged"), (bare, "without a diff")) if n)
+    return f"{files} files, +{run.series.added} -{run.series.removed}{extra}"
+
+
+# The ids the parse stage gives its findings (not checks: the check stage never sees the damage).
+PARSE_IDS = ("patch-damaged", "patch-no-diff")
+
+
+def _diff_findings(patch: Patch, parsed: ParsedDiff) -> list[Finding]:
+    """A damaged diff is an error on its patch, quoting the first damaged hunk; a patch mail without one, a warning."""
+    if parsed.damage:
+        first, more = parsed.damage[0], len(parsed.damage) - 1
+        also = f" ({more} more damaged hunk{'s' if more > 1 else ''})" if more else ""
+        return [Finding(PARSE_IDS[0], Level.ERROR, f"the diff is damaged: {first.why}{also}", patch.index,
+                        first.path or None, first.line, "resend the patch with git send-email (Documentation/process/"
+                        "email-clients.rst says how to keep a mail client from damaging it)", first.quote)]
+    if not parsed.files:
+        return [Finding(PARSE_IDS[1], Level.WARNING, "the patch mail has no diff the tool could parse", patch.index,
+                        hint="resend the patch with git send-email, its diff inline in the mail")]
+    return []
 
 
 def _check(run: _Run, request: Request) -> str:
@@ -201,6 +226,8 @@ def _apply(run: _Run, request: Request) -> str:
     from reviewer import applycache
 
     assert run.series is not None and request.tree is not None and run.base is not None
+    if not run.series.patches and (pull := run.series.pull_request) is not None:
+        return f"skipped: a pull request without a diff; nothing to apply (git fetch {pull.url} {pull.ref})"
     base, source = run.base
     if source in ("head", "guess"):
         why = f"base-commit {run.series.base_commit} is not in the tree" if run.series.base_commit else "the series names no base-commit"
@@ -240,6 +267,8 @@ def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractC
 
 
 def _selftests(run: _Run, request: Request) -> str:
+    if run.patched is None:
+        return "skipped: nothing was applied"
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     if request.no_tests:
         return "skipped: --no-tests"
@@ -267,6 +296,9 @@ def _boot(run: _Run, request: Request) -> str:
     of base and patched, booted under QEMU; the console logs go to the run's log directory."""
     from reviewer import boot, worktree
     from reviewer.selftests import Chosen, TestRef
+
+    if run.patched is None:
+        return "skipped: nothing was applied"
 
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     touched = run.series.touched

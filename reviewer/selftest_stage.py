@@ -1,4 +1,12 @@
-"""The selftest stage: build and run the chosen tests on base and patched, compare, benchmark."""
+"""The selftest stage: build and run the chosen tests on base and patched, compare, benchmark.
+
+A whole directory runs what `make run_tests` runs there, as make expands its Makefile on each tree
+(selftests.run_list: TEST_GEN_PROGS, TEST_CUSTOM_PROGS, TEST_PROGS); a test that a tree's list
+lacks is a SKIP on that tree. A single test (`--tests dir:name`, a rule's hint) is run even when
+its directory's list lacks it, since someone asked for it by name: then an info finding says
+that `make run_tests` would not run it, and what lists it instead (a TEST_GEN_PROGS_EXTENDED
+helper, a TEST_FILES file), so that its result is not read as the directory's.
+"""
 from __future__ import annotations
 
 import re
@@ -9,7 +17,7 @@ from pathlib import Path
 from reviewer import bench, ktap
 from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.sandbox import Sandbox
-from reviewer.selftests import Chosen, TestRef, build, built_tests, run_test
+from reviewer.selftests import RUN_VARS, SELFTESTS, Chosen, RunList, TestRef, build, run_list, run_test
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
 RULE = "selftests"
@@ -47,11 +55,17 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
         built[label] = ok
         if not ok:
             runs.append(TestRun(f"build {' '.join(dirs)}", label, "-", ktap.Result.ERROR, 0.0, _last_error(log), log))
-    refs = _expand(plan.chosen, [wt for label, wt in trees.items() if built[label]])
+    lists = {label: {d: run_list(wt, d, sandbox) for d in dirs} for label, wt in trees.items() if built[label]}
+    runs += [TestRun(f"run list {d}", label, "-", ktap.Result.ERROR, 0.0, rl.error, rl.log)
+             for label, per in lists.items() for d, rl in per.items() if rl.error]
+    refs = _expand(plan.chosen, lists)
+    asked = {c.ref: c.why for c in plan.chosen if c.ref.name}
     for env in plan.envs:
         for ref in refs:
-            runs += [run_test(wt, ref, tree=label, env=env, sandbox=sandbox) for label, wt in trees.items() if built[label]]
-    findings = list(_build_findings(built, dirs)) + list(_compare(runs))
+            for label, per in lists.items():
+                if (r := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked)) is not None:
+                    runs.append(r)
+    findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs)]
     # A benchmark means something only as a comparison: both trees must have built.
     comparable = len(trees) > 1 and all(built.values())
     results = [r for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs
@@ -72,15 +86,27 @@ def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
     return saved
 
 
-def _expand(chosen: Iterable[Chosen], trees: list[Path]) -> list[TestRef]:
+def _expand(chosen: Iterable[Chosen], lists: dict[str, dict[str, RunList]]) -> list[TestRef]:
+    """The single tests asked for, and each chosen directory's run list (those of all trees, in order)."""
     refs: list[TestRef] = []
     for c in chosen:
         if c.ref.name:
             refs.append(c.ref)
         else:
-            names = sorted({n for wt in trees for n in built_tests(wt, c.ref.dir)})
-            refs += [TestRef(c.ref.dir, n) for n in names]
+            refs += [TestRef(c.ref.dir, n) for per in lists.values() for n in per[c.ref.dir].tests]
     return list(dict.fromkeys(refs))
+
+
+def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool) -> TestRun | None:
+    """Run REF on one tree if it was asked for or is in that tree's run list; None if the list could not be read."""
+    assert ref.name is not None
+    if asked or ref.name in listed.tests:
+        return run_test(wt, ref, tree=label, env=env, sandbox=sandbox)
+    if listed.error:
+        return None  # the tree's "run list" ERROR says why nothing of the directory runs there
+    role = listed.role(ref.name)
+    return TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
+                   f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else ""))
 
 
 def _last_error(log: str) -> str:
@@ -93,6 +119,37 @@ def _build_findings(built: dict[str, bool], dirs: list[str]) -> Iterable[Finding
         level = Level.ERROR if built.get("base", True) else Level.WARNING
         extra = "" if built.get("base", True) else " (it does not build on the base either)"
         yield Finding(RULE, level, f"the selftests in {', '.join(dirs)} do not build on the patched tree{extra}")
+
+
+def _list_findings(lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:
+    """A directory whose Makefile make could not read after it built: an error if only the series broke it."""
+    for label, per in lists.items():
+        for d, listed in per.items():
+            if listed.error:
+                fine_on_base = label == "patched" and "base" in lists and not lists["base"][d].error
+                yield Finding(RULE, Level.ERROR if fine_on_base else Level.WARNING, f"the tests of {d} were not run on the {label} tree: {listed.error}")
+
+
+def _unlisted(asked: dict[TestRef, tuple[str, ...]], lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:
+    """A test asked for by name that `make run_tests` would not run on the tree under review (the
+    patched one): say so, what lists it instead, and why it ran."""
+    label = "patched" if "patched" in lists else next(iter(lists), None)
+    if label is None:
+        return
+    for ref, why in sorted(asked.items(), key=lambda kv: str(kv[0])):
+        listed = lists[label][ref.dir]
+        if listed.error or ref.name is None or ref.name in listed.tests:
+            continue
+        yield Finding(RULE, Level.INFO,
+                      f"{ref} is not in the run list of {SELFTESTS}/{ref.dir}/Makefile ({', '.join(RUN_VARS)}) on the {label} tree "
+                      f"({_listed_as(listed.role(ref.name))}): it was run because it was asked for ({'; '.join(why)}), "
+                      "but `make run_tests` does not run it")
+
+
+def _listed_as(role: str | None) -> str:
+    if role is None:
+        return "no kselftest list there names it"
+    return f"it is in {role}" + (", for helpers that other tests run" if role == "TEST_GEN_PROGS_EXTENDED" else "")
 
 
 def _compare(runs: list[TestRun]) -> Iterable[Finding]:

@@ -5,6 +5,7 @@ import fnmatch
 import functools
 import os
 import re
+import tempfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -150,23 +151,90 @@ def needs_headers(wt: Path, dirs: Sequence[str]) -> bool:
                for d in dirs if (wt / SELFTESTS / d / "Makefile").is_file())
 
 
-def built_tests(wt: Path, test_dir: str) -> list[str]:
-    """The test programs a build left in the directory (ELF executables)."""
+# lib.mk's run_tests runs $(TEST_GEN_PROGS) $(TEST_CUSTOM_PROGS) $(TEST_PROGS), in this order (its
+# emit_tests lists the same); the other lists are built or installed for the tests to use, never run.
+RUN_VARS = ("TEST_GEN_PROGS", "TEST_CUSTOM_PROGS", "TEST_PROGS")
+OTHER_VARS = ("TEST_GEN_PROGS_EXTENDED", "TEST_PROGS_EXTENDED", "TEST_FILES", "TEST_GEN_FILES")
+RUNLIST_TIMEOUT = 120.0  # reading a Makefile is quick (bpf, the slowest in 6.12: ~8 s), but it runs the series' $(shell ...)
+_TAG = "reviewer-runlist:"
+# Read after the directory's Makefile (`make -f Makefile -f this`), so that every variable is printed
+# as make and lib.mk leave it: +=, conditionals, $(shell ...), arch filters, $(OUTPUT)/ prefixes.
+# $(info) prints without a shell, so no quoting of the values is needed. Works on any lib.mk.
+_PRINT_MK = (
+    "# Written by reviewer: print the kselftest lists of the directory's Makefile.\n"
+    ".PHONY: reviewer-runlist\n"
+    "reviewer-runlist:\n"
+    + "".join(f"\t$(info {_TAG} {v} $({v}))\n" for v in (*RUN_VARS, *OTHER_VARS))
+    + "\t@:\n"
+)
+
+
+@dataclass(frozen=True)
+class RunList:
+    """What `make run_tests` runs in a directory, as paths relative to it (kselftest's order), and the
+    files of its other lists; ERROR (with make's LOG) when the Makefile could not be read."""
+
+    tests: tuple[str, ...] = ()
+    others: tuple[tuple[str, str], ...] = ()  # (path, the variable that lists it)
+    error: str = ""
+    log: str = ""
+
+    def role(self, name: str) -> str | None:
+        """The variable that lists NAME without running it (TEST_GEN_PROGS_EXTENDED...), if one does."""
+        return next((var for path, var in self.others if path == name), None)
+
+
+def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST_TIMEOUT) -> RunList:
+    """Ask make for TEST_DIR's run list, the way lib.mk's run_tests and emit_tests expand it.
+
+    The Makefile is the series' code ($(shell ...) runs), so make runs in the sandbox, like the build,
+    and only where the tests are being built anyway. OUTPUT is the directory, as
+    tools/testing/selftests/Makefile passes it to an in-tree build. A directory this tree does not
+    have lists nothing."""
     folder = wt / SELFTESTS / test_dir
     if not folder.is_dir():
-        return []
-    return sorted(p.name for p in folder.iterdir() if p.is_file() and os.access(p, os.X_OK) and _is_elf(p))
+        return RunList()
+    if not (folder / "Makefile").is_file():
+        return RunList(error=f"{SELFTESTS}/{test_dir} has no Makefile")
+    out = folder.resolve()
+    sandbox.scratch.mkdir(parents=True, exist_ok=True)
+    # A fresh directory: the build ran the series' code with this scratch as its HOME, and a file
+    # of a fixed name there could be its symlink to anywhere.
+    with tempfile.TemporaryDirectory(prefix="runlist-", dir=sandbox.scratch) as private:
+        printer = Path(private) / "print.mk"
+        printer.write_text(_PRINT_MK)
+        done = sandbox.run(["make", "-s", "--no-print-directory", "-C", out, "-f", "Makefile", "-f", printer, f"OUTPUT={out}", "reviewer-runlist"],
+                           cwd=wt, timeout=timeout)
+    values = _printed(done.output)
+    if done.timed_out:
+        return RunList(error=f"make was killed after {timeout:g}s reading {SELFTESTS}/{test_dir}/Makefile", log=done.output)
+    if done.returncode != 0 or set(values) != {*RUN_VARS, *OTHER_VARS}:
+        last = (done.output.strip().splitlines() or ["no output"])[-1][:200]
+        return RunList(error=f"make could not read {SELFTESTS}/{test_dir}/Makefile (exit {done.returncode}): {last}", log=done.output)
+    tests = [_relative(out, w) for v in RUN_VARS for w in values[v]]
+    others = [(_relative(out, w), v) for v in OTHER_VARS for w in values[v]]
+    return RunList(tuple(dict.fromkeys(tests)), tuple(dict.fromkeys(others)))
 
 
-def _is_elf(path: Path) -> bool:
-    with path.open("rb") as fh:
-        return fh.read(4) == b"\x7fELF"
+def _printed(output: str) -> dict[str, list[str]]:
+    values: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if line.startswith(_TAG):
+            var, _, value = line.removeprefix(_TAG).strip().partition(" ")
+            values[var] = value.split()
+    return values
+
+
+def _relative(folder: Path, word: str) -> str:
+    """A listed path (absolute with $(OUTPUT)/, or relative to the directory) relative to the directory."""
+    return os.path.relpath(os.path.join(folder, word), folder)
 
 
 def run_test(
     wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None
 ) -> TestRun:
-    """Run one built test program; never raises for the test's own failures."""
+    """Run one test program (REF.name may be a path below its directory) from the directory it is in,
+    as kselftest's runner does; never raises for the test's own failures."""
     assert ref.name is not None
     name = f"{ref}" + (f" {' '.join(args)}" if args else "")
     if (why := available(env)) is not None:
@@ -174,14 +242,34 @@ def run_test(
     program = wt / SELFTESTS / ref.dir / ref.name
     if not program.is_file():
         return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)")
+    argv = command(program, wt / SELFTESTS / ref.dir)
+    if argv is None:
+        return TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either")
     limit = timeout or timeout_for(wt, ref.dir)
-    done = sandbox.run([f"./{ref.name}", *args], cwd=program.parent, timeout=limit, env_name=env)
+    done = sandbox.run([*argv, *args], cwd=program.parent, timeout=limit, env_name=env)
     log = ktap.parse(done.output)
     if done.timed_out:
         return TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, f"killed after {limit:g}s", done.output, log.tests)
     result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(done.returncode or 0, ktap.Result.FAIL)
     reason = "" if result is ktap.Result.PASS else _reason(done.returncode, log)
     return TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests)
+
+
+def command(program: Path, test_dir: Path) -> list[str] | None:
+    """How kselftest's runner.sh (6.12, run_one) starts PROGRAM from its own directory: `./name` if it
+    is executable; else through TEST_DIR's executable ksft_runner.sh; else with the interpreter
+    its #! line names (word-split, as the runner's unquoted $cmd is); None: it cannot be started
+    (the runner reports it `not ok`). A script whose patch carries no mode (a plain diff, not git's
+    `new file mode 100755`) is checked out without its x bit: it still runs, through its #! line."""
+    if os.access(program, os.X_OK):
+        return [f"./{program.name}"]
+    if os.access(test_dir / "ksft_runner.sh", os.X_OK):
+        return ["./ksft_runner.sh", f"./{program.name}"]
+    with program.open("rb") as fh:
+        first = fh.readline().decode(errors="replace")
+    if first.startswith("#!") and (interpreter := first[2:].split()):
+        return [*interpreter, f"./{program.name}"]
+    return None
 
 
 def _reason(rc: int | None, log: ktap.KtapLog) -> str:

@@ -148,7 +148,7 @@ def _read(target: Target) -> list[fetch.Message]:
     if target.kind is Kind.STDIN:
         import sys
 
-        return [fetch.parse_bytes(sys.stdin.buffer.read())]
+        return [fetch.parse_bytes(sys.stdin.buffer.read(), "stdin")]
     assert target.path is not None
     if target.kind is Kind.PATCHDIR:
         files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
@@ -219,4 +219,6 @@ def _split_stdout_mbox(text: str) -> list[fetch.Message]:
             cur = []
         cur.append(line)
     chunks.append("".join(cur))
-    return [fetch.parse_bytes(c.split("\n", 1)[1].encode()) for c in chunks if c.strip()]
+    # The `From <sha>` line is git's, not a header: the mail starts after it.
+    return [fetch.parse_bytes(c.partition("\n")[2].encode(), f"commit {n} of the range")
+            for n, c in enumerate((c for c in chunks if c.strip()), start=1)]

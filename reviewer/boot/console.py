@@ -87,17 +87,9 @@ def _quote(all_lines: list[str], start: int) -> tuple[tuple[str, ...], int]:
     return tuple(out), end
 
 
-_KTAP_LINE = re.compile(r"^\s*(?:K?TAP version \d+|1\.\.\d+|ok\b|not ok\b|#)")
-
-
 def kunit(text: str) -> ktap.KtapLog | None:
     """The KTAP KUnit printed at boot, cut out of the other console lines; None if there is none."""
-    all_lines = lines(text)
-    start = next((i for i, ln in enumerate(all_lines) if ln.startswith(("KTAP version", "TAP version"))), None)
-    if start is None:
-        return None
-    block = [ln for ln in all_lines[start:] if _KTAP_LINE.match(ln)]
-    return ktap.parse("\n".join(block))
+    return ktap.from_console("\n".join(lines(text)))
 
 
 def last_line(text: str) -> str:

@@ -22,6 +22,7 @@ from reviewer.checks import (
     changelog,
     cover_letter,
     doc_toctree,
+    dropped_trailers,
     fixes_tag,
     kconfig_symbol_exists,
     kconfig_symbol_removed,
@@ -64,11 +65,17 @@ def _check(module: ModuleType) -> Check:
 CHECKS: dict[str, Check] = {c.id: c for c in map(_check, (
     series_complete, author_signoff, patch_encoding, fixes_tag, subject_format, change_id, changelog,
     cover_letter, base_commit, spdx_header, kconfig_symbol_exists, kconfig_symbol_removed, selftest_registered, doc_toctree,
-    maintainers_coverage, attestation,
+    maintainers_coverage, attestation, dropped_trailers,
 ))}
+
+
+# Checks that judge a commit message written for `git am`: a pull request's commits were signed
+# off and described in the sender's tree, and its mail is not a commit message.
+MESSAGE_CHECKS = frozenset({"author-signoff", "fixes-tag", "subject-format", "change-id", "changelog"})
 
 
 def run_checks(series: Series, base: BaseTree | None = None) -> Iterator[Finding]:
     """Every registered check, in registry order, with final ids and levels."""
     for check in CHECKS.values():
-        yield from check.findings(series, base)
+        if series.pull_request is None or check.id not in MESSAGE_CHECKS:
+            yield from check.findings(series, base)

@@ -22,7 +22,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -71,16 +71,20 @@ def review(series: Series, tree: Path, options: Options) -> Outcome:
     found: list[Finding] = []
     notes: list[str] = [f"{Path(s).name} skipped: the tree has no {s}" for s in absent]  # an old or trimmed tree: run what it has
     with tempfile.TemporaryDirectory(prefix="reviewer-scripts-") as scratch:
-        mails = [render(p) for p in series.patches]
+        # A pull request's mail is not a commit message: checkpatch reads only its diff.
+        mails = [render(replace(p, message="") if series.pull_request else p) for p in series.patches]
         paths = [_write(Path(scratch), m) for m in mails]
         if options.checkpatch and checkpatch.SCRIPT not in absent:
-            f, note = _checkpatch(tree, mails, Path(scratch), options)
+            f, note = _checkpatch(tree, mails, Path(scratch), options, signoff=series.pull_request is None)
             found += f
             notes.append(note)
         if options.get_maintainer and get_maintainer.SCRIPT not in absent:
             f, note = _get_maintainer(series, tree, mails, paths, options)
             found += f
             notes.append(note)
+    if series.pull_request is not None:
+        # It goes to the maintainer who pulls, not to those get_maintainer.pl names: only checkpatch's word counts.
+        found = [f for f in found if f.rule.startswith("checkpatch/")]
     return Outcome(tuple(found), ", ".join(notes))
 
 
@@ -90,9 +94,11 @@ def _write(scratch: Path, mail: Mail) -> Path:
     return path
 
 
-def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options) -> tuple[list[Finding], str]:
+def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options, signoff: bool = True) -> tuple[list[Finding], str]:
     dictionary = _codespell_file() if options.codespell else None
-    opts = checkpatch.Options(options.strict, dictionary, frozenset(t.upper() for t in options.ignore))
+    # Without a sign-off to check there is no commit message either (a pull request): not its description.
+    ignore = frozenset(t.upper() for t in options.ignore) | (frozenset() if signoff else {"COMMIT_MESSAGE"})
+    opts = checkpatch.Options(options.strict, dictionary, ignore, signoff)
     env = {"GIT_DIR": git_dir(tree)}
     args = checkpatch.argv(tree, opts)
     keys = _checkpatch_keys(tree, mails, args, env, dictionary) if options.cache.read or options.cache.write else [None] * len(mails)

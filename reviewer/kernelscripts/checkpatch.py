@@ -1,8 +1,13 @@
 """scripts/checkpatch.pl on one patch mail -> findings `checkpatch/<TYPE>`.
 
-Run as `checkpatch.pl --terse --no-summary --mailback --show-types --emacs -` with the mail on
-stdin: one line per report, `-:LINE: LEVEL:TYPE: message`, LINE being the mail's line. Exit 1
-means it reported something; anything else but 0 is a failure of the script.
+Run as `checkpatch.pl --terse --no-summary --show-types --emacs -` with the mail on stdin: one
+line per report, `-:LINE: LEVEL:TYPE: message`, LINE being the mail's line (a whole-patch report
+names the line past the end). Exit 1 means it reported something; anything else but 0 is a
+failure of the script. Not `--mailback`: on a patch that is otherwise clean it makes checkpatch
+exit before its end-of-patch checks, so MISSING_SIGN_OFF, NO_AUTHOR_SIGN_OFF,
+FROM_SIGN_OFF_MISMATCH and MISSING_FIXES_TAG would vanish exactly when they are the only
+reports (6.12's checkpatch.pl: `if ($mailback && ($clean == 1 || !$is_patch)) { exit(0); }`
+comes before them). `--terse` already keeps a clean patch's output empty.
 """
 from __future__ import annotations
 
@@ -24,17 +29,20 @@ class Options:
     strict: bool = False
     codespell_file: Path | None = None  # None: no --codespell
     ignore: frozenset[str] = frozenset()  # checkpatch types
+    signoff: bool = True  # False: --no-signoff (a pull request's diff, whose commits were signed off in the sender's tree)
 
 
 def argv(tree: Path, options: Options) -> list[str]:
-    args = ["perl", str(tree / SCRIPT), f"--root={tree}", "--terse", "--no-summary", "--mailback", "--show-types",
-            "--emacs", "--color=never"]
+    args = ["perl", str(tree / SCRIPT), f"--root={tree}", "--terse", "--no-summary", "--show-types", "--emacs",
+            "--color=never"]
     if options.strict:
         args.append("--strict")
     if options.codespell_file is not None:
         args += ["--codespell", f"--codespellfile={options.codespell_file}"]
     if options.ignore:
         args.append(f"--ignore={','.join(sorted(options.ignore))}")
+    if not options.signoff:
+        args.append("--no-signoff")
     return [*args, "-"]
 
 

@@ -112,7 +112,7 @@ def _intro(review: Review, patches: list[Patch], summary: bool) -> str:
     n = sum(len(_shown(review.findings, p.index)) for p in patches)
     if summary:
         n += len(_series_level(review, _series(review)))
-    what = "the series" if summary else "this patch"
+    what = ("the pull request" if _series(review).pull_request else "the series") if summary else "this patch"
     if not n:
         return wrap(f"I went through {what} with reviewer, an automated review tool, and it found nothing to comment on.")
     return wrap(f"I went through {what} with reviewer, an automated review tool. "
@@ -254,9 +254,10 @@ def wrap(text: str, width: int = WIDTH) -> str:
 
 
 def recipients(s: Series, to: tuple[str, ...], cc: tuple[str, ...], policy: ReplyPolicy, sender: str) -> tuple[list[str], list[str]]:
-    """(To, Cc): the author first; then the thread's To/Cc as POLICY says, without duplicates or the sender."""
+    """(To, Cc): the author first (and whoever sent a patch on an author's behalf); then the
+    thread's To/Cc as POLICY says, without duplicates or the sender."""
     seen = {email.utils.parseaddr(sender)[1].lower()}
-    out_to = _unique([str(s.author)], seen)
+    out_to = _unique([str(s.author), *(str(p.sender) for p in s.patches if p.sender), *(str(p.author) for p in s.patches if p.sender)], seen)
     wanted = {ReplyPolicy.AUTHOR: (), ReplyPolicy.LIST: to, ReplyPolicy.ALL: (*to, *cc)}[policy]
     return out_to, _unique(list(wanted), seen)
 

@@ -11,6 +11,7 @@ from reviewer.model import (
     Finding,
     Patch,
     Person,
+    Posting,
     Review,
     Series,
     StageResult,
@@ -63,7 +64,19 @@ def _series(s: Series) -> dict[str, Any]:
         "added": s.added,
         "removed": s.removed,
         "source": s.source,
+        "postings": [_posting(p) for p in s.postings],
+        "partial_reroll": {"from": s.reroll_from, "carried": [p.index for p in s.patches if p.carried_from is not None]}
+        if s.reroll_from is not None else None,
+        "followup_patches": [{"msgid": f.msgid, "subject": f.subject, "author": _person(f.author),
+                              "date": f.date.isoformat() if f.date else None, "of_patch": f.of_patch} for f in s.followup_patches],
+        "pull_request": {"url": pr.url, "ref": pr.ref, "base": pr.base, "tip": pr.tip} if (pr := s.pull_request) else None,
     }
+
+
+def _posting(p: Posting) -> dict[str, Any]:
+    return {"msgid": p.msgid, "subject": p.subject, "sender": _person(p.sender), "date": p.date.isoformat() if p.date else None,
+            "revision": p.revision, "total": p.total, "patches": list(p.patches), "reviewed": p.reviewed,
+            "replaced": list(p.replaced)}
 
 
 def _patch(p: Patch) -> dict[str, Any]:
@@ -72,7 +85,9 @@ def _patch(p: Patch) -> dict[str, Any]:
         "subject": p.subject,
         "msgid": p.msgid,
         "author": _person(p.author),
+        "sender": _person(p.sender) if p.sender else None,
         "date": p.date.isoformat() if p.date else None,
+        "carried_from": p.carried_from,
         "trailers": [_trailer(t) for t in p.trailers],
         "attestation": list(p.attestation),
         "files": [_file(f) for f in p.files],
@@ -82,7 +97,7 @@ def _patch(p: Patch) -> dict[str, Any]:
 
 
 def _trailer(t: Trailer) -> dict[str, Any]:
-    return {"name": t.name, "value": t.value, "source": t.source, "msgid": t.msgid}
+    return {"name": t.name, "value": t.value, "source": t.source, "msgid": t.msgid, "comment": t.comment}
 
 
 def _file(f: FileChange) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from reviewer.ktap import Result
 from reviewer.model import Finding, Level, Review, Series, StageStatus, TestRun
+from reviewer.report import shape
 
 _STYLE = {Level.ERROR: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
 _STAGE_STYLE = {StageStatus.OK: "green", StageStatus.FAILED: "bold red", StageStatus.SKIPPED: "dim"}
@@ -24,7 +25,8 @@ def render(review: Review, console: Console) -> None:
 def build(review: Review) -> list[RenderableType]:
     parts: list[RenderableType] = []
     if review.series is not None:
-        parts += [_header(review.series), _patch_table(review), Text("")]
+        table = [_patch_table(review)] if review.series.patches or review.series.missing else []
+        parts += [_header(review.series), *table, Text("")]
     parts += [_findings(review.findings, review.series), Text("")]
     if review.apply is not None:
         parts += [_apply(review), Text("")]
@@ -44,17 +46,27 @@ def _header(s: Series) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    grid.add_row("Series", Text(f"[PATCH v{s.version}] {s.subject}", style="bold"))
+    kind = "GIT PULL" if s.pull_request else f"PATCH v{s.version}"
+    grid.add_row("Series", Text(f"[{kind}] {s.subject}", style="bold"))
+    if (pull := shape.pull(s)) is not None:
+        grid.add_row("Pull request", pull)
     grid.add_row("Author", str(s.author))
     grid.add_row("Date", s.date.strftime("%Y-%m-%d %H:%M %z") if s.date else "-")
     shown = f"{len(s.patches)} of {s.total}" if s.missing else str(s.total)
-    grid.add_row("Patches", shown + (" + cover letter" if s.cover else ""))
+    if s.pull_request and not s.patches:
+        shown = "none in the mail (a pull request without a diff)"
+    grid.add_row("Patches", shown + (" + cover letter" if s.cover and not s.pull_request else ""))
     grid.add_row("Message-ID", f"<{s.msgid}>")
     grid.add_row("Base", s.base_commit or "unknown (no base-commit: line)")
     if s.cover and s.cover.trailers:
         grid.add_row("Series trailers", ", ".join(f"{t.name}: {t.value}" for t in s.cover.trailers))
     if len(s.revisions) > 1:
         grid.add_row("Revisions", ", ".join(f"v{r}" for r in s.revisions) + f" (showing v{s.version})")
+    rows = [("Partial reroll", [r] if (r := shape.reroll(s)) else []), ("Other postings", shape.other_postings(s)),
+            ("Follow-up patches", shape.followups(s)), ("Sent on behalf", shape.on_behalf(s))]
+    for title, lines in rows:
+        if lines:
+            grid.add_row(title, "\n".join(lines))
     return grid
 
 

@@ -9,10 +9,11 @@ from tests.conftest import SERIES, git
 from tests.helpers import review
 
 DEMO = SERIES / "loongarch-vdso-getrandom-v4.mbox"
-# Stand-ins: checkpatch echoes the options it got as one warning at the mail's line 1 (a header);
+# Stand-ins: checkpatch echoes the options it got (never --mailback, which hides its end-of-patch
+# checks) as one warning at the mail's line 1 (a header);
 # get_maintainer names one section whose list the demo series did not Cc.
 CHECKPATCH = r"""#!/usr/bin/perl
-my $opts = join(" ", grep { /^--(strict|codespell$|ignore)/ } @ARGV);
+my $opts = join(" ", grep { /^--(strict|codespell$|ignore|mailback)/ } @ARGV);
 while (<STDIN>) { }
 print "-:1: WARNING:STUB_TYPE: got [$opts]\n";
 exit 1;

@@ -94,10 +94,12 @@ def test_checkpatch_command_line() -> None:
     tree = Path("/src/linux")
     args = checkpatch.argv(tree, checkpatch.Options(True, Path("/d.txt"), frozenset({"LONG_LINE", "CAMELCASE"})))
     assert args[:2] == ["perl", "/src/linux/scripts/checkpatch.pl"] and args[-1] == "-"
-    for flag in ("--root=/src/linux", "--terse", "--no-summary", "--mailback", "--show-types", "--emacs", "--strict",
+    for flag in ("--root=/src/linux", "--terse", "--no-summary", "--show-types", "--emacs", "--strict",
                  "--codespell", "--codespellfile=/d.txt", "--ignore=CAMELCASE,LONG_LINE"):
         assert flag in args
     assert "--strict" not in checkpatch.argv(tree, checkpatch.Options())
+    # --mailback would make checkpatch exit before its end-of-patch checks on an otherwise clean patch
+    assert not [a for a in args + checkpatch.argv(tree, checkpatch.Options()) if a.startswith("--mailback")]
 
 
 def test_get_maintainer_sections_once_each_in_order() -> None:

@@ -1,14 +1,17 @@
 from __future__ import annotations
 
+import re
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from reviewer import fetch
 from reviewer.errors import InputError
 from reviewer.model import Change
-from reviewer.patchparse import diffstat, parse_diff, split_message
-from tests.conftest import git
+from reviewer.patchparse import ParsedDiff, diffstat, parse_diff, read_diff, split_message
+from tests.conftest import FIXTURES, git
 
 
 def _commit_all(repo: Path, message: str) -> None:
@@ -121,3 +124,146 @@ def test_notes_below_the_cut_without_the_diffstat() -> None:
     assert notes(body) == "v2: use the helper\n"
     assert notes("Why.\n---\n a | 1 +\n 1 file changed, 1 insertion(+)\n\ndiff --git a/a b/a\n") == ""
     assert notes("no cut at all\n") == ""
+
+
+# --- quilt, CVS and diff -u diffs, named and counted as git names and counts them --------------
+
+DIFFS = FIXTURES / "mail" / "diffs"
+
+
+def git_view(mbox: Path, tmp: Path) -> list[list[tuple[str, int, int, str]] | str]:
+    """What git makes of each patch mail in MBOX (cover letters left out): git mailsplit, git mailinfo,
+    then `git apply --numstat --summary`: (path, added, removed, created|deleted|"") per file, or git's error."""
+    out = tmp / "split"
+    out.mkdir(exist_ok=True)
+    subprocess.run(["git", "mailsplit", f"-o{out}", str(mbox)], check=True, capture_output=True)
+    views: list[list[tuple[str, int, int, str]] | str] = []
+    for mail in sorted(out.iterdir()):
+        patch = tmp / f"{mail.name}.diff"
+        with mail.open("rb") as fh:
+            subprocess.run(["git", "mailinfo", str(tmp / "msg"), str(patch)], stdin=fh, check=True, capture_output=True, cwd=tmp)
+        if not patch.read_text().strip():
+            continue  # a cover letter
+        done = subprocess.run(["git", "apply", "--numstat", "--summary", str(patch)], capture_output=True, text=True, cwd=tmp)
+        views.append(_rows(done.stdout) if done.returncode == 0 else done.stderr.strip())
+    return views
+
+
+def _rows(out: str) -> list[tuple[str, int, int, str]]:
+    how = {m[2]: m[1] + "d" for m in re.finditer(r"(?m)^ (create|delete)(?: mode \d+)? (.+)$", out)}
+    return [(path, int(a), int(r), how.get(path, "")) for a, r, path in (ln.split("\t", 2) for ln in out.splitlines() if "\t" in ln)]
+
+
+def our_view(mbox: Path) -> list[list[tuple[str, int, int, str]]]:
+    series = fetch.build_series(fetch.read_mbox(mbox), str(mbox))
+    kind = {Change.ADDED: "created", Change.DELETED: "deleted"}
+    return [[(f.path, f.added, f.removed, kind.get(f.change, "")) for f in read_diff(p.diff).files] for p in series.patches]
+
+
+@pytest.mark.parametrize("name", ["quilt-series.mbox", "cvs-diff.mbox", "diff-urnp.mbox", "diff-up-orig.mbox", "gmail-qp.mbox"])
+def test_other_diff_formats_read_as_git_reads_them(name: str, tmp_path: Path) -> None:
+    ours, gits = our_view(DIFFS / name), git_view(DIFFS / name, tmp_path)
+    assert ours == gits and all(rows for rows in ours), (ours, gits)
+
+
+def test_quilt_paths_lose_their_first_component(tmp_path: Path) -> None:
+    assert our_view(DIFFS / "quilt-series.mbox") == [
+        [("mm/dmapool.c", 2, 0, "")], [("mm/dmapool.c", 3, 0, ""), ("mm/dmapool_trace.h", 9, 0, "created")]]
+    # And the CVS diff made at the top of the tree loses its directory, as with git apply -p1.
+    assert our_view(DIFFS / "cvs-diff.mbox") == [[("dmapool.c", 3, 0, "")]]
+
+
+def test_quilt_and_cvs_mails_split_where_git_mailinfo_splits(tmp_path: Path) -> None:
+    for name, last_line in (("cvs-diff.mbox", "Signed-off-by: Cvs Veteran <cvs.veteran@example.org>"),
+                            ("quilt-series.mbox", "Signed-off-by: Quilt User <quilt.user@example.org>")):
+        split = tmp_path / name
+        split.mkdir()
+        subprocess.run(["git", "mailsplit", f"-o{split}", str(DIFFS / name)], check=True, capture_output=True)
+        with sorted(split.iterdir())[-1].open("rb") as fh:
+            subprocess.run(["git", "mailinfo", str(split / "msg"), str(split / "patch")], stdin=fh, check=True, capture_output=True)
+        series = fetch.build_series(fetch.read_mbox(DIFFS / name), name)
+        message, diff = series.patches[-1].message, series.patches[-1].diff
+        assert message.rstrip("\n").endswith(last_line) and "Index:" not in message, message
+        assert message.strip() == (split / "msg").read_text().strip(), name
+        assert diff.startswith("Index: ") and "\n--- " in diff
+
+
+def test_gmail_base64_reads_as_b4_am_then_git_am_read_it(tmp_path: Path) -> None:
+    """Raw git am refuses it (CRLF inside base64); b4 am re-encodes the text, and git am applies that."""
+    mbox = DIFFS / "gmail-base64.mbox"
+    (raw := tmp_path / "raw").mkdir()
+    assert git_view(mbox, raw) == ["error: corrupt patch at line 10"]
+    b4 = Path(sys.executable).parent / "b4"
+    subprocess.run([str(b4), "am", "-m", str(mbox), "-o", str(tmp_path), "-n", "b4out"], check=True, capture_output=True, timeout=120)
+    assert our_view(mbox) == git_view(tmp_path / "b4out.mbx", tmp_path) == [[("mm/dmapool.c", 2, 2, "")]]
+
+
+@pytest.mark.parametrize("name", ["quilt-series.mbox", "diff-urnp.mbox", "gmail-qp.mbox"])
+def test_git_am_applies_them_to_the_base_with_our_diffstat(name: str, kernel_repo: Path, tmp_path: Path) -> None:
+    split = tmp_path / "split"
+    split.mkdir()
+    subprocess.run(["git", "mailsplit", f"-o{split}", str(DIFFS / name)], check=True, capture_output=True)
+    mails = [m for m in sorted(split.iterdir()) if "diff" in m.read_text() or "\n--- " in m.read_text()]
+    base = git(kernel_repo, "rev-parse", "HEAD").strip()
+    git(kernel_repo, "am", "-q", *map(str, mails))
+    applied = [[(p, int(a), int(r)) for a, r, p in (ln.split("\t") for ln in git(kernel_repo, "show", "--numstat", "--format=", c).split("\n") if ln)]
+               for c in git(kernel_repo, "rev-list", "--reverse", f"{base}..HEAD").split()]
+    assert applied == [[row[:3] for row in rows] for rows in our_view(DIFFS / name)]
+
+
+# The first name git gives each (--- line, +++ line) pair of a traditional diff; verified against
+# `git apply --numstat --summary` in the test below.
+TRADITIONAL = [
+    ("linux.orig/mm/dmapool.c", "linux/mm/dmapool.c", "mm/dmapool.c", ""),
+    ("linux-6.11.orig/mm/x.c\t2024-08-27 10:00:00.000000000 +0200", "linux-6.11/mm/x.c\t2024-08-27 11:00:00.000000000 +0200", "mm/x.c", ""),
+    ("mm/dmapool.c.orig", "mm/dmapool.c", "dmapool.c", ""),
+    ("dmapool.c.orig", "dmapool.c", "dmapool.c", ""),
+    ("a/mm/x.c", "b/mm/x.c~", "mm/x.c", ""),
+    ("a/mm/x.c.orig", "b/mm/x.c", "mm/x.c", ""),
+    ("mm/x.c\t27 Aug 2024 08:40:00 -0000\t1.1.1.1", "mm/x.c\t27 Aug 2024 09:15:42 -0000", "x.c", ""),
+    ("/dev/null", "linux/mm/new.c", "mm/new.c", "created"),
+    ("linux.orig/mm/gone.c", "/dev/null", "mm/gone.c", "deleted"),
+    ("a/mm/new.c\t1970-01-01 01:00:00.000000000 +0100", "b/mm/new.c\t2024-08-27 11:00:00.000000000 +0200", "mm/new.c", "created"),
+    ("a/mm/gone.c\t2024-08-27 11:00:00.000000000 +0200", "b/mm/gone.c\t1969-12-31 19:00:00.000000000 -0500", "mm/gone.c", "deleted"),
+    ("/usr/src/linux.orig/mm/x.c", "/usr/src/linux/mm/x.c", "usr/src/linux/mm/x.c", ""),
+    ("linux.orig/mm/new.c", "linux/mm/new.c", "mm/new.c", "created"),  # only its -0,0 hunk says so
+    ("linux.orig/mm/gone.c", "linux/mm/gone.c", "mm/gone.c", "deleted"),
+]
+
+
+@pytest.mark.parametrize("first,second,path,how", TRADITIONAL)
+def test_traditional_names_are_gits(first: str, second: str, path: str, how: str, tmp_path: Path) -> None:
+    if how == "created":
+        hunk = "@@ -0,0 +1,2 @@\n+a\n+b\n"
+    elif how == "deleted":
+        hunk = "@@ -1,2 +0,0 @@\n-a\n-b\n"
+    else:
+        hunk = "@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n"
+    diff = f"--- {first}\n+++ {second}\n{hunk}"
+    (patch := tmp_path / "p.diff").write_text(diff)
+    done = subprocess.run(["git", "apply", "--numstat", "--summary", str(patch)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    (f,) = read_diff(diff).files
+    ours = (f.path, f.added, f.removed, {Change.ADDED: "created", Change.DELETED: "deleted"}.get(f.change, ""))
+    assert [ours] == _rows(done.stdout)
+    assert ours[0] == path and ours[3] == how
+
+
+def test_git_guesses_p0_once_for_the_whole_patch(tmp_path: Path) -> None:
+    """Names without a directory make git apply -p0 for every later file of the same patch too."""
+    diff = ("--- x.c.orig\n+++ x.c\n@@ -1 +1 @@\n-a\n+b\n"
+            "--- a/mm/y.c.orig\n+++ b/mm/y.c\n@@ -1 +1 @@\n-a\n+b\n")
+    (patch := tmp_path / "p.diff").write_text(diff)
+    done = subprocess.run(["git", "apply", "--numstat", str(patch)], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert [f.path for f in read_diff(diff).files] == [r[0] for r in _rows(done.stdout)] == ["x.c", "b/mm/y.c"]
+
+
+def test_a_header_without_hunks_is_no_diff_as_for_git(tmp_path: Path) -> None:
+    for diff in ("diff --git a/mm/dmapool.c b/mm/dmapool.c\n",
+                 "--- linux.orig/mm/dmapool.c\n+++ linux/mm/dmapool.c\n-\t\talign = 1;\n+\t\talign = 8;\n"):
+        (patch := tmp_path / "p.diff").write_text(diff)
+        done = subprocess.run(["git", "apply", "--numstat", str(patch)], capture_output=True, text=True, cwd=tmp_path)
+        assert "No valid patches in input" in done.stderr
+        assert read_diff(diff) == ParsedDiff(())
+    message, diff = split_message((DIFFS / "no-hunk-header.mbox").read_text().split("\n\n", 1)[1])
+    assert message.endswith("Signed-off-by: New Comer <new.comer@example.org>\n") and diff.startswith("--- linux.orig/")
+    assert read_diff(diff) == ParsedDiff(())

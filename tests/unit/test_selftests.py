@@ -11,7 +11,7 @@ from reviewer import ktap
 from reviewer.bench import BENCHMARKS, for_tests, measure
 from reviewer.model import Change, FileChange, Patch, Person, Series
 from reviewer.sandbox import Sandbox
-from reviewer.selftests import TestRef, build, built_tests, choose, run_test, timeout_for
+from reviewer.selftests import TestRef, build, choose, run_list, run_test, timeout_for
 
 MAINTAINERS = """List of maintainers
 
@@ -65,7 +65,8 @@ def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_build_and_run_the_vdso_selftests(built_tree: Path, tmp_path: Path) -> None:
-    assert built_tests(built_tree, "vDSO") == ["vdso_test_chacha", "vdso_test_getrandom", "vdso_test_gettimeofday"]
+    listed = run_list(built_tree, "vDSO", Sandbox(tmp_path))  # kernel-mini's Makefile: the last two on x86 only
+    assert listed.tests == ("vdso_test_gettimeofday", "vdso_test_getrandom", "vdso_test_chacha") and listed.others == ()
     run = run_test(built_tree, TestRef("vDSO", "vdso_test_getrandom"), tree="base", env="plain", sandbox=Sandbox(tmp_path))
     assert run.result is ktap.Result.PASS, run.log
     assert run.subtests and all(t.result is ktap.Result.PASS for t in run.subtests)

@@ -1,0 +1,88 @@
+"""Review one fuzz case in-process, the way `review` would, and say which exit it would have.
+
+The pipeline and the report builders the CLI calls (JSON, terminal, the reply mail) are run
+on the case; an exception escaping any of them is what the CLI turns into exit 70. The exit
+status otherwise comes from the CLI's own mapping (reviewer.cli._exit).
+"""
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import io
+import sys
+import traceback
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from reviewer import cli
+from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.model import Review
+from reviewer.pipeline import Request, review
+from reviewer.report import email as reply_mail
+from reviewer.report import json as json_report
+from reviewer.report import terminal
+from tests.fuzz.corpus import Case
+
+_REPLY = reply_mail.ReplyOptions("Fuzz Reviewer <fuzz@example.org>", date=dt.datetime(2024, 9, 1, tzinfo=dt.UTC),
+                                 make_msgid=lambda: "<reply@example.org>", signature="reviewer fuzz")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    rc: int
+    message: str = ""  # the error's one line (exit 4), or the internal error's type, message and place (exit 70)
+
+
+@contextlib.contextmanager
+def _stdin(data: bytes | None) -> Iterator[None]:
+    if data is None:
+        yield
+        return
+    saved = sys.stdin
+    sys.stdin = io.TextIOWrapper(io.BytesIO(data))
+    try:
+        yield
+    finally:
+        sys.stdin = saved
+
+
+def run(case: Case, root: Path) -> Outcome:
+    target = case.write(root) if case.target != "-" else Path("-")
+    try:
+        with _stdin(case.stdin):
+            result, error = review(Request(target=str(target), cwd=root))
+        if cli._reportable(result, error):
+            reports(result)
+        cli._exit(result, error, strict=False)
+    except typer.Exit as exc:
+        return Outcome(exc.exit_code)
+    except ReviewerError as exc:
+        return Outcome(int(exc.status), cli._one_line(exc.message))
+    except Exception as exc:  # what cli.main reports as an internal error
+        return Outcome(int(ExitStatus.INTERNAL), _where(exc))
+    raise AssertionError("cli._exit returned")  # it always raises
+
+
+def reports(result: Review) -> None:
+    """Every report the CLI can build from a review: JSON, terminal, one reply, per-patch replies.
+    Text must encode as UTF-8: a stray surrogate (an undecoded byte) makes a UTF-8 stdout raise."""
+    json_report.dumps(result).encode("utf-8")
+    out = io.StringIO()
+    terminal.render(result, Console(file=out, width=120, force_terminal=False))
+    out.getvalue().encode("utf-8")
+    msgs = [reply_mail.reply(result, _REPLY), *reply_mail.per_patch(result, _REPLY)]
+    reply_mail.as_mbox(msgs)
+
+
+def _where(exc: BaseException) -> str:
+    """`Type: message` and the innermost frame of ours (reviewer/...), to class crashes by cause."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    ours = [f for f in frames if "/reviewer/" in f.filename and "/tests/" not in f.filename]
+    last = (ours or frames)[-1]
+    inner = frames[-1]
+    text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    return f"{type(exc).__name__}: {text} at {Path(last.filename).name}:{last.lineno} {last.name} (raised in {Path(inner.filename).name}:{inner.lineno} {inner.name})"
