@@ -17,10 +17,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import apply_full_tree  # noqa: E402
 import cache_second_review  # noqa: E402
 import checkpatch_parallel  # noqa: E402
+import interrupt  # noqa: E402
 import rules_scaling  # noqa: E402
 import static_vs_b4  # noqa: E402
 
-BENCHES = (static_vs_b4, apply_full_tree, rules_scaling, cache_second_review, checkpatch_parallel)
+BENCHES = (static_vs_b4, apply_full_tree, rules_scaling, cache_second_review, checkpatch_parallel, interrupt)
 
 
 def main() -> None:

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -19,11 +20,12 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 
-from reviewer.errors import ApplyError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
+from reviewer import ending
+from reviewer.errors import ApplyError, ConfigError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
 from reviewer.model import Finding, Level, Review
 from reviewer.pipeline import Request, review
 from reviewer.report import email as reply_mail
-from reviewer.sandbox import ENVS
+from reviewer.sandbox import ENVS, MAX_TEST_SECONDS
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -82,6 +84,7 @@ def main_command(
     boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
     boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
+    test_timeout: Annotated[float, typer.Option("--test-timeout", min=1.0, metavar="SECONDS", help="The longest one selftest may run, whatever its directory's settings file asks (the series wrote it; timeout=0 there asks for no limit); a test cut short is a warning.")] = MAX_TEST_SECONDS,
     log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR", help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ (default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
     bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
@@ -97,11 +100,13 @@ def main_command(
     send: Annotated[bool, typer.Option("--send", help="Send the reply (SMTP or sendmail as configured for git send-email), after confirmation.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --send: do not ask for confirmation.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the reply that --send would send, and send nothing.")] = False,
+    in_reply_to: Annotated[str | None, typer.Option("--in-reply-to", metavar="MSGID", help="Thread the reply under this Message-ID (needed when the series' mail has none: a reply to an id the tool made up is never sent).")] = None,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
+    _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
     cwd = (repo or Path.cwd()).resolve()
-    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run)
+    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run, _in_reply_to(in_reply_to))
     outgoing.validate(fmt)
     sender, transport = "", None
     if outgoing.wanted:
@@ -115,7 +120,7 @@ def main_command(
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
-                          boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout,
+                          boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout, test_timeout=test_timeout,
                           log_dir=log_dir.resolve() if log_dir else None,
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
                           checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
@@ -137,14 +142,17 @@ class _Outgoing:
     send: bool
     yes: bool
     dry_run: bool
+    in_reply_to: str | None = None  # --in-reply-to, without <>
 
     @property
     def wanted(self) -> bool:
         return self.reply is not None or self.send or self.dry_run
 
     def validate(self, fmt: Format) -> None:
-        if (self.per_patch or self.trailers) and not self.wanted:
-            raise UsageError("--per-patch and --trailer shape a reply: add --reply FILE, --send or --dry-run")
+        if (self.per_patch or self.trailers or self.in_reply_to) and not self.wanted:
+            raise UsageError("--per-patch, --trailer and --in-reply-to shape a reply: add --reply FILE, --send or --dry-run")
+        if self.in_reply_to and self.per_patch:
+            raise UsageError("--in-reply-to names one message, and --per-patch answers each patch", "drop one of them")
         if self.wanted and fmt in B4_FORMATS:
             raise UsageError(f"--format {fmt} is for b4's checks; it does not write replies", "drop --reply/--send, or use --format terminal")
         if self.send and self.dry_run:
@@ -159,6 +167,86 @@ def _trailers(items: list[str]) -> list[str]:
     if bad:
         raise UsageError(f"--trailer {bad[0]!r}: expected 'Tested-by: Name <address>'", "for example --trailer 'Tested-by: Ada Lovelace <ada@example.org>'")
     return [i.strip() for i in items]
+
+
+@dataclass(frozen=True)
+class _Preflight:
+    """What the review command can check before it fetches anything or runs git."""
+
+    repo: Path | None  # -C
+    tree: Path | None
+    rules: tuple[Path, ...]
+    lore_url: str | None
+    reply: str | None
+    send: bool
+    no_question: bool  # --yes or --dry-run: --send will not ask
+
+
+def _preflight(p: _Preflight) -> None:
+    """Exit 3 (a ConfigError naming the option) before any fetch or git work, rather than after the
+    review, or as "git could not be started": the environment, the directories, the reply's file, and
+    whether --send can ask. git config (reviewer.*) and the rules are checked next, by the pipeline."""
+    from reviewer import config
+
+    config.check_environment()
+    if p.repo is not None:
+        config.directory(p.repo, "-C")
+    if p.tree is not None:
+        _tree(p.tree)
+    for folder in p.rules:
+        config.directory(folder, "--rules")
+    if p.lore_url is not None and not config.is_http_url(p.lore_url):
+        raise UsageError(f"--lore-url {p.lore_url!r}: expected an http:// or https:// URL", "e.g. --lore-url https://lore.kernel.org/all/")
+    if p.reply not in (None, "-"):
+        _writable(Path(p.reply))
+    if p.send and not p.no_question and not sys.stdin.isatty():
+        raise ConfigError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
+
+
+def _tree(tree: Path) -> None:
+    from reviewer import config, worktree
+
+    config.directory(tree, "--tree")
+    if not worktree.is_git_tree(tree):
+        raise ConfigError(f"--tree {tree}: not a git repository", "point --tree at a kernel git checkout")
+
+
+def _writable(path: Path) -> None:
+    """--reply FILE can be written, tried rather than guessed (root passes every access() test): an
+    existing file is opened for appending and nothing written; a new one is made and removed again."""
+    hint = "give a file in a writable directory, or --reply - for standard output"
+    if path.is_dir():
+        raise ConfigError(f"--reply {path}: is a directory", hint)
+    try:
+        if path.exists():
+            with path.open("ab"):
+                pass
+        else:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+            path.unlink()
+    except OSError as exc:
+        raise ConfigError(f"--reply {path}: cannot write it: {exc.strerror or exc}", hint) from exc
+
+
+def _in_reply_to(text: str | None) -> str | None:
+    """--in-reply-to in any form a Message-ID is pasted in (`<id>`, `id`, a lore link), without <>."""
+    if text is None:
+        return None
+    from reviewer import msgid
+
+    ref = msgid.parse(text)
+    if ref is None or ref.truncated:
+        raise UsageError(f"--in-reply-to {text!r}: not a Message-ID", "give the whole id, e.g. --in-reply-to '<20240816110717.10249-1-xry111@example.org>'")
+    return ref.msgid
+
+
+def _warn_invented(msgs: list[EmailMessage], sending: bool) -> None:
+    """A reply to a Message-ID the tool made up would not thread on the list: say so (sending it fails)."""
+    made_up = [p for m in msgs if (p := reply_mail.invented_parent(m)) is not None]
+    if made_up and not sending:
+        print(f"review: warning: the reply answers {made_up[0]}" + (f" (and {len(made_up) - 1} more)" if len(made_up) > 1 else "")
+              + ", a Message-ID the tool made up (the series' mail has none): --send will not send it; "
+              "give the real one with --in-reply-to MSGID", file=sys.stderr)
 
 
 @contextlib.contextmanager
@@ -296,8 +384,9 @@ def _status(findings: Iterable[Finding], strict: bool) -> ExitStatus:
 
 def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Transport | None, cwd: Path,
               *, fmt: Format, color: bool | None) -> None:
-    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers)
+    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers, in_reply_to=out.in_reply_to)
     msgs = reply_mail.per_patch(result, opts) if out.per_patch else [reply_mail.reply(result, opts)]
+    _warn_invented(msgs, out.send)
     if out.reply != "-":
         _report(result, fmt, color)
     if not msgs:
@@ -464,14 +553,32 @@ def _crash_log(exc: BaseException) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Console entry point: dispatch, then map every error to one line and an exit status."""
+    """Console entry point: dispatch, then map every error to one line and an exit status.
+
+    Inside an ending.session(): what interrupted runs left is removed first, and SIGINT, SIGTERM
+    and SIGHUP stop the children, clean up and exit 128 + the signal's number (130, 143, 129)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with ending.session(_say) as run:
+            rc = _dispatch(args)
+    except ending.Interrupted as exc:  # a signal outside _dispatch's try (the session's own sweep, say)
+        return 128 + exc.signum
+    return run.status if run.status is not None else rc
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _dispatch(args: list[str]) -> int:
     app = sub_app if args and args[0] in SUBCOMMANDS else review_app
     debug = "--debug" in args
     try:
         rc = app(args=args, prog_name="review", standalone_mode=False)
     except typer.Exit as exc:
         rc = exc.exit_code
+    except ending.Interrupted as exc:  # the handler has said so, and stopped the children
+        return 128 + exc.signum
     except typer.Abort:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
@@ -492,10 +599,14 @@ def main(argv: list[str] | None = None) -> int:
             traceback.print_exc()
         path = _crash_log(exc)
         return _fail(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
-    if rc == ExitStatus.INTERRUPTED:  # typer turns Ctrl-C into a silent Exit(130)
+    if rc == ExitStatus.INTERRUPTED and not ending.interrupted():  # typer turns Ctrl-C into a silent Exit(130)
         print("review: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else int(ExitStatus.OK)
 
 
 def entry() -> None:
+    # Outside main()'s session (it has ended and we are about to exit) a signal has nothing left to stop:
+    # a second Ctrl-C just after the first one's clean-up must not turn the exit status into a KeyboardInterrupt.
+    for s in ending.SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
     sys.exit(main())

@@ -15,15 +15,20 @@
     git config --add reviewer.checkpatchIgnore LONG_LINE,CAMELCASE   (multi-valued, commas too)
     git config reviewer.logDir ~/review-logs           where each run's log directory goes (--log-dir)
     git config reviewer.resultCache false             never read or store cached results (checkpatch, apply)
+    git config reviewer.loreUrl URL, reviewer.cacheMinutes N   (read where they are used; validated here)
 
 Both sources are merged (git config last, so a user overrides the tree); every error is a
-ConfigError that names the key.
+ConfigError that names the key. An unknown reviewer.* key is an error too (a typo would
+otherwise be ignored in silence), and so is a bad value of a REVIEWER_* environment variable.
+All of it is checked by `load`, before anything is fetched or touched.
 """
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
+import difflib
 import itertools
+import math
 import os
 import re
 import shutil
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import urlsplit
 
 from reviewer.errors import ConfigError
 from reviewer.model import Finding, Level
@@ -56,7 +62,12 @@ class Config:
 
 
 def load(cwd: Path, tree: Path | None = None) -> Config:
-    """The merged configuration: the tree's .reviewer.toml, the tree's git config, then git config in CWD."""
+    """The merged configuration: the tree's .reviewer.toml, the tree's git config, then git config in CWD.
+    The environment and both directories are checked first: git cannot even start in a missing one."""
+    check_environment()
+    directory(cwd, "-C")
+    if tree is not None:
+        directory(tree, "--tree")
     base = from_toml(tree / TREE_FILE, tree) if tree is not None and (tree / TREE_FILE).is_file() else Config()
     if tree is not None and tree.resolve() != cwd.resolve():
         base = merge(base, from_git(tree))
@@ -73,6 +84,11 @@ def merge(first: Config, second: Config) -> Config:
 def from_git(cwd: Path) -> Config:
     """The reviewer.* keys of git config as seen from CWD, read with one `git config` run."""
     values = _git_values(cwd)
+    _known_keys(values)
+    _lore_values(values)
+    for d in values.get("rules", []):
+        if d:
+            directory(Path(d).expanduser(), "git config reviewer.rules")  # read from the process's directory, as load_rules does
     levels = {key.removeprefix("level."): _level(f"reviewer.{key}", v) for key, vs in values.items() if key.startswith("level.") for v in vs[-1:]}
     logs = _last(values, "logdir")
     cache = _last(values, "resultcache")
@@ -94,6 +110,104 @@ def _git_values(cwd: Path) -> dict[str, list[str]]:
             key, newline, value = record.partition("\n")
             values.setdefault(key.removeprefix("reviewer."), []).append(value if newline else "true")
     return values
+
+
+# Every reviewer.* key, as `git config` prints it after `reviewer.` (lower case), and as documented.
+KEYS = {k.lower(): k for k in ("rules", "disable", "checkpatchIgnore", "reuseWorktrees", "logDir", "resultCache", "loreUrl", "cacheMinutes")}
+
+
+def _known_keys(values: dict[str, list[str]]) -> None:
+    """No key we do not read: `reviewer.cachMinutes` would otherwise be ignored in silence.
+    `level.<id>` takes any id (validate_ids checks those); git keeps a subsection's case, so
+    `reviewer.Level.x` is unknown."""
+    for key in values:
+        if key in KEYS or (key.startswith("level.") and len(key) > len("level.")):
+            continue
+        close = difflib.get_close_matches(key.lower(), [*KEYS, "level"], n=1, cutoff=0.7)
+        maybe = f"did you mean reviewer.{KEYS.get(close[0], 'level.<id>')}? " if close else ""
+        raise ConfigError(f"git config reviewer.{key}: unknown key",
+                          f"{maybe}known: {', '.join(f'reviewer.{k}' for k in KEYS.values())}, reviewer.level.<id>")
+
+
+def _lore_values(values: dict[str, list[str]]) -> None:
+    """reviewer.cacheMinutes and reviewer.loreUrl are read where they are used (target.py, lore.py): checked here, first."""
+    minutes = _last(values, "cacheminutes")
+    if minutes is not None:
+        try:
+            number = float(minutes)
+        except ValueError:
+            number = math.nan
+        if not math.isfinite(number) or number < 0:
+            raise ConfigError(f"git config reviewer.cacheMinutes: expected a number of minutes (0 or more), got {minutes!r}",
+                              "set it to a number of minutes, e.g. 10 (0: always fetch)")
+    url = _last(values, "loreurl")
+    if url is not None and not is_http_url(url):
+        raise ConfigError(f"git config reviewer.loreUrl: expected an http:// or https:// URL, got {url!r}",
+                          "e.g. git config reviewer.loreUrl https://lore.kernel.org/all/")
+
+
+def is_http_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text.strip())
+        return parts.scheme in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # a bad port or IPv6 literal
+        return False
+
+
+def directory(path: Path, what: str, cwd: Path | None = None) -> None:
+    """PATH (relative to CWD) is an existing directory, or a ConfigError naming WHAT (the option or key)."""
+    full = path if path.is_absolute() or cwd is None else cwd / path
+    if not full.exists():
+        raise ConfigError(f"{what} {path}: no such directory", f"check the path given to {what}")
+    if not full.is_dir():
+        raise ConfigError(f"{what} {path}: not a directory", f"{what} takes a directory")
+
+
+# REVIEWER_* environment variables: (default, a whole number?, must be above zero?). Read where
+# they are used (lore.py, mail.py); checked together, before anything runs, by check_environment.
+@dataclass(frozen=True)
+class _Number:
+    default: float
+    integer: bool = False
+    positive: bool = True  # > 0 (else >= 0)
+
+
+NUMBERS = {
+    "REVIEWER_LORE_RETRIES": _Number(3, integer=True, positive=False),
+    "REVIEWER_LORE_BACKOFF": _Number(1.0, positive=False),
+    "REVIEWER_LORE_TIMEOUT": _Number(30.0),
+    "REVIEWER_LORE_DEADLINE": _Number(120.0),
+    "REVIEWER_SMTP_DEADLINE": _Number(120.0),
+}
+_ENV_HINT = "fix or unset {} in the environment"
+
+
+def env_number(name: str) -> float:
+    """The value of the REVIEWER_* variable NAME (see NUMBERS), its default when unset or empty."""
+    spec = NUMBERS[name]
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return spec.default
+    what = ("a whole number" if spec.integer else "a number of seconds") + (" above 0" if spec.positive else ", 0 or more")
+    try:
+        value = float(int(text)) if spec.integer else float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0 or (spec.positive and value == 0):
+        raise ConfigError(f"{name}={text!r}: expected {what}", _ENV_HINT.format(name))
+    return value
+
+
+def check_environment() -> None:
+    """Every REVIEWER_* variable the tool reads has a value it can use."""
+    for name in NUMBERS:
+        env_number(name)
+    accel = os.environ.get("REVIEWER_BOOT_ACCEL", "")
+    if accel not in ("", "tcg"):  # the boot stage only knows "tcg" (force TCG); anything else used to mean "auto"
+        raise ConfigError(f"REVIEWER_BOOT_ACCEL={accel!r}: expected tcg (or unset: KVM when it works)", _ENV_HINT.format("REVIEWER_BOOT_ACCEL"))
+    boot_cache = os.environ.get("REVIEWER_BOOT_CACHE", "")
+    if boot_cache and Path(boot_cache).exists() and not Path(boot_cache).is_dir():
+        raise ConfigError(f"REVIEWER_BOOT_CACHE={boot_cache!r}: not a directory", _ENV_HINT.format("REVIEWER_BOOT_CACHE"))
 
 
 def _last(values: dict[str, list[str]], key: str) -> str | None:

@@ -26,7 +26,7 @@ import b4.mbox
 import liblore
 import requests
 
-from reviewer import mailnorm, postings, pullreq, trailers
+from reviewer import lore, mailnorm, postings, pullreq, trailers
 from reviewer.errors import FetchError, InputError
 from reviewer.mailmend import EMAIL_ERRORS, LENIENT, POLICY, UNREADABLE, mend
 from reviewer.model import Cover, DroppedTrailer, FollowupPatch, Patch, Person, Posting, Series, Trailer
@@ -377,21 +377,26 @@ def to_mbox(msgs: list[Message]) -> bytes:
     return b"".join(out)
 
 
-def with_other_revisions(msgs: list[Message], url: str, session: requests.Session, timeout: float) -> list[Message]:
+def with_other_revisions(msgs: list[Message], url: str, session: lore.Session, timeout: float) -> list[Message]:
     """MSGS plus the newer and older revisions b4 finds by searching URL (change-id, or subject + author).
 
     A failed search is not fatal: the thread itself is what the user asked for.
     Raises FetchError only to say the search failed, with MSGS' revisions still usable.
+    Every request b4 makes goes through SESSION, and the whole search ends within its deadline.
     """
     node = liblore.LoreNode(url.rstrip("/"), cache_dir=None, request_timeout=(timeout, timeout))
     node.set_requests_session(session)
     saved = b4.LORENODE
     b4.LORENODE = node
     try:
-        with _b4_quiet():
+        with _b4_quiet(), session.budget() as watch:
             found = b4.mbox.get_extra_series(list(msgs), direction=1, nocache=True)
-            return list(b4.mbox.get_extra_series(found, direction=-1, wantvers=_ANY_OLDER, nocache=True))
+            found = b4.mbox.get_extra_series(found, direction=-1, wantvers=_ANY_OLDER, nocache=True)
     except (liblore.LibloreError, requests.RequestException, OSError, EOFError, zlib.error, InputError) as exc:
         raise FetchError(f"{url}: the search for other revisions failed: {exc}") from exc
     finally:
         b4.LORENODE = saved
+    if watch.expired():  # b4 logs a failed search and goes on: say that it was cut short
+        raise FetchError(f"{url}: the search for other revisions did not end within the {watch.seconds:g} s deadline "
+                         "(REVIEWER_LORE_DEADLINE)")
+    return list(found)

@@ -6,22 +6,37 @@ Every request names its URL in the error it may raise. Transient faults (timeout
 The retry policy comes from the environment so that tests can make it fast:
 REVIEWER_LORE_RETRIES (default 3), REVIEWER_LORE_BACKOFF (seconds, default 1, doubled
 each time) and REVIEWER_LORE_TIMEOUT (seconds per connect/read, default 30).
+
+A per-read timeout never ends a download from a server that sends a byte a second, so every
+request also has a deadline, REVIEWER_LORE_DEADLINE (seconds, default 120): one download with
+all its retries and backoff, or b4's whole search for other revisions (which goes through the
+same Session), ends within it. The body is streamed and the clock checked between chunks, and
+a watchdog shuts the socket when the time is up, so a slow answer's headers are cut too.
 """
 from __future__ import annotations
 
+import contextlib
 import gzip
 import html
-import os
 import re
+import socket
 import sys
 import time
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
 import requests
+import urllib3
+import urllib3.exceptions
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from reviewer import config, deadline
 from reviewer.errors import FetchError
 from reviewer.msgid import MsgRef
 from reviewer.proc import run
@@ -36,18 +51,162 @@ _TRANSIENT = {429, 500, 502, 503, 504}
 
 @dataclass(frozen=True)
 class Policy:
-    retries: int = 3
-    backoff: float = 1.0
-    timeout: float = 30.0
+    retries: int = int(config.NUMBERS["REVIEWER_LORE_RETRIES"].default)
+    backoff: float = config.NUMBERS["REVIEWER_LORE_BACKOFF"].default
+    timeout: float = config.NUMBERS["REVIEWER_LORE_TIMEOUT"].default  # per connect, per read
+    deadline: float = config.NUMBERS["REVIEWER_LORE_DEADLINE"].default  # per download, retries included
 
     @classmethod
     def from_env(cls) -> Policy:
-        env = os.environ
+        """The environment's policy; a bad value is a ConfigError naming the variable (config.py checks them all first)."""
         return cls(
-            retries=int(env.get("REVIEWER_LORE_RETRIES", cls.retries)),
-            backoff=float(env.get("REVIEWER_LORE_BACKOFF", cls.backoff)),
-            timeout=float(env.get("REVIEWER_LORE_TIMEOUT", cls.timeout)),
+            retries=int(config.env_number("REVIEWER_LORE_RETRIES")),
+            backoff=config.env_number("REVIEWER_LORE_BACKOFF"),
+            timeout=config.env_number("REVIEWER_LORE_TIMEOUT"),
+            deadline=config.env_number("REVIEWER_LORE_DEADLINE"),
         )
+
+
+class DeadlineExceeded(requests.Timeout):
+    """A request (with its retries, or a whole search) ran past its deadline. A Timeout, so that
+    liblore takes it for a failed server, as it takes any other."""
+
+    def __init__(self, url: str, seconds: float) -> None:
+        super().__init__(f"{url}: no complete answer within the {seconds:g} s deadline (REVIEWER_LORE_DEADLINE)")
+
+
+class _Watched:
+    """urllib3 connections that give their sockets to the thread's deadline watch (reviewer/deadline.py):
+    a new one as it connects, again once TLS wraps it (the wrapped socket takes the plain one's place),
+    a reused one as each request starts."""
+
+    def _new_conn(self) -> socket.socket:
+        sock: socket.socket = super()._new_conn()  # type: ignore[misc]
+        _watch(sock)
+        return sock
+
+    def connect(self) -> None:
+        super().connect()  # type: ignore[misc]
+        _watch(getattr(self, "sock", None))
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        _watch(getattr(self, "sock", None))
+        super().request(*args, **kwargs)  # type: ignore[misc]
+
+
+def _watch(sock: socket.socket | None) -> None:
+    watch = deadline.current()
+    if watch is not None and sock is not None:
+        watch.add(sock)
+
+
+class _HTTPConnection(_Watched, HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_Watched, HTTPSConnection):
+    pass
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _HTTPConnection
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _HTTPSConnection
+
+
+class _Adapter(HTTPAdapter):
+    """requests' adapter with our pools (directly, or through an HTTP proxy; SOCKS keeps its own)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = _POOLS
+
+    def proxy_manager_for(self, proxy: str, **kwargs: Any) -> urllib3.PoolManager:
+        manager: urllib3.PoolManager = super().proxy_manager_for(proxy, **kwargs)
+        if isinstance(manager, urllib3.ProxyManager):
+            manager.pool_classes_by_scheme = _POOLS
+        return manager
+
+
+_POOLS: dict[str, type[HTTPConnectionPool]] = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+_CHUNK = 64 * 1024
+
+
+class Session(requests.Session):
+    """requests with a deadline: each request ends within DEADLINE seconds, or inside `budget()`
+    all of them together (retries, redirects, b4's searches) within the budget's."""
+
+    def __init__(self, deadline_s: float) -> None:
+        super().__init__()
+        self.deadline = deadline_s
+        for prefix in ("http://", "https://"):
+            self.mount(prefix, _Adapter())
+
+    @contextlib.contextmanager
+    def budget(self, seconds: float | None = None) -> Iterator[deadline.Watch]:
+        """One deadline for every request inside (a nested budget keeps the outer one)."""
+        outer = deadline.current()
+        if outer is not None:
+            yield outer
+            return
+        with deadline.watching(deadline.Watch(self.deadline if seconds is None else seconds)) as watch:
+            yield watch
+
+    def send(self, request: requests.PreparedRequest, **kwargs: Any) -> requests.Response:
+        url = request.url or ""
+        with self.budget() as watch:
+            if watch.expired():
+                raise DeadlineExceeded(url, watch.seconds)
+            kwargs["timeout"] = _capped(kwargs.get("timeout"), watch.left())
+            stream = kwargs.pop("stream", False)
+            try:
+                resp = super().send(request, stream=True, **kwargs)
+                if not stream:
+                    _read_body(resp, watch)
+            except requests.RequestException:
+                if watch.expired():
+                    raise DeadlineExceeded(url, watch.seconds) from None
+                raise
+            return resp
+
+
+def _capped(timeout: object, left: float) -> tuple[float, float]:
+    """requests' (connect, read) timeout, neither beyond the time left (none given: the time left)."""
+    pair = timeout if isinstance(timeout, tuple) and len(timeout) == 2 else (timeout, timeout)
+    return (_at_most(pair[0], left), _at_most(pair[1], left))
+
+
+def _at_most(value: object, left: float) -> float:
+    return min(float(value), left) if isinstance(value, (int, float)) else left
+
+
+def _read_body(resp: requests.Response, watch: deadline.Watch) -> None:
+    """The whole body, one socket read at a time (read1), the clock checked between them; as
+    `Response.content` would read it, with requests' errors."""
+    raw = resp.raw
+    chunks = []
+    try:
+        while not watch.expired():
+            chunk = raw.read1(_CHUNK, decode_content=True)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except urllib3.exceptions.ReadTimeoutError as exc:
+        raise requests.exceptions.ReadTimeout(exc, response=resp) from None
+    except urllib3.exceptions.DecodeError as exc:
+        raise requests.exceptions.ContentDecodingError(exc, response=resp) from None
+    except (urllib3.exceptions.ProtocolError, urllib3.exceptions.SSLError, OSError) as exc:
+        raise requests.exceptions.ChunkedEncodingError(exc, response=resp) from None
+    if watch.expired():  # a cut socket reads as the end of the body: never return half of it
+        resp.close()
+        raise requests.exceptions.ChunkedEncodingError("the deadline cut the download", response=resp)
+    resp._content = b"".join(chunks)
+    resp._content_consumed = True
+    raw.release_conn()
 
 
 class _Transient(Exception):
@@ -83,7 +242,10 @@ class Server:
 
     url: str
     policy: Policy = field(default_factory=Policy.from_env)
-    session: requests.Session = field(default_factory=requests.Session)
+    session: Session = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.session = Session(self.policy.deadline)
 
     def msg_url(self, msgid: str, tail: str = "") -> str:
         return f"{_slash(self.url)}{quote(msgid, safe='@+=$!*,;:')}/{tail}"
@@ -108,23 +270,26 @@ class Server:
         return list(dict.fromkeys(i for i in (html.unescape(x) for x in ids) if i.startswith(partial) and "@" in i))
 
     def get(self, url: str, missing: str, ok: tuple[int, ...] = (200,)) -> requests.Response:
-        """GET URL with retries; raise FetchError naming URL (MISSING for a 404)."""
+        """GET URL with retries, all within the deadline; raise FetchError naming URL (MISSING for a 404)."""
         delay = self.policy.backoff
-        for attempt in range(self.policy.retries + 1):
-            try:
-                return self._get_once(url, missing, ok)
-            except _Transient as exc:
-                if attempt == self.policy.retries:
-                    tries = f" ({attempt + 1} tries)" if attempt else ""
-                    raise FetchError(exc.error.message + tries, exc.error.hint) from None
-            time.sleep(delay)
-            delay *= 2
+        with self.session.budget(self.policy.deadline) as watch:
+            for attempt in range(self.policy.retries + 1):
+                try:
+                    return self._get_once(url, missing, ok)
+                except _Transient as exc:
+                    last = attempt == self.policy.retries
+                    if last or watch.left() <= delay:  # no time for another try
+                        raise FetchError(exc.error.message + _tries(attempt + 1, None if last else watch.seconds), exc.error.hint) from None
+                time.sleep(delay)
+                delay *= 2
         raise AssertionError("unreachable")
 
     def _get_once(self, url: str, missing: str, ok: tuple[int, ...]) -> requests.Response:
         timeout = self.policy.timeout
         try:
             resp = self.session.get(url, timeout=(timeout, timeout), allow_redirects=True)
+        except DeadlineExceeded as exc:
+            raise FetchError(str(exc), _HINT_NET) from None
         except requests.Timeout:
             raise _Transient(FetchError(f"{url}: no answer within {timeout:g} s", _HINT_NET)) from None
         except requests.exceptions.ChunkedEncodingError:
@@ -141,6 +306,12 @@ class Server:
         if resp.status_code in _TRANSIENT:
             raise _Transient(error)
         raise error
+
+
+def _tries(n: int, deadline_s: float | None) -> str:
+    """" (3 tries)", and why there were no more when the deadline (DEADLINE_S) stopped them."""
+    cut = f"; the {deadline_s:g} s deadline (REVIEWER_LORE_DEADLINE) left no time for more" if deadline_s is not None else ""
+    return f" ({n} tr{'ies' if n > 1 else 'y'}{cut})" if n > 1 or cut else ""
 
 
 _HINT_NET = "check the network and --lore-url (or git config reviewer.loreUrl); `--offline` reviews a cached thread"

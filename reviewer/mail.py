@@ -6,24 +6,33 @@ sendemail.smtpServerPort, sendemail.smtpEncryption (ssl | tls | none),
 sendemail.smtpUser, sendemail.smtpPass (else `git credential fill`), sendemail.smtpDomain,
 sendemail.sendmailCmd, sendemail.envelopeSender. A failure never loses the message: it is
 saved first, and the error names the file.
+
+The SMTP conversation as a whole has a deadline, REVIEWER_SMTP_DEADLINE (seconds, default 120;
+a server that answers a byte a second never trips the per-read timeout), and a sendmail command
+is killed at it. A reply that answers a Message-ID the tool made up (reviewer/report/email.py)
+is never sent.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import email.utils
 import os
 import shlex
 import smtplib
+import socket
 import ssl
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
+from typing import Any
 
+from reviewer import config, deadline, private
 from reviewer.errors import CommandError, ConfigError, ExitStatus, ReviewerError
 from reviewer.proc import run
-from reviewer.report.email import POLICY, as_bytes
+from reviewer.report.email import POLICY, as_bytes, invented_parent
 
-TIMEOUT = 60.0
+TIMEOUT = 60.0  # per SMTP command; the whole conversation has REVIEWER_SMTP_DEADLINE
 
 
 class SendError(ReviewerError):
@@ -94,6 +103,10 @@ def envelope(msg: EmailMessage) -> list[str]:
 def send(msg: EmailMessage, t: Transport, cwd: Path) -> None:
     """Deliver MSG; on any failure save it and raise SendError naming the saved file."""
     try:
+        invented = invented_parent(msg)
+        if invented is not None:
+            raise SendError(f"the reply answers {invented}, a Message-ID the tool made up (the mail it answers has none)",
+                            "review again with --in-reply-to MSGID (the real id, e.g. from lore), or fix In-Reply-To: in")
         if t.sendmail_cmd:
             _sendmail(msg, t, cwd)
         else:
@@ -101,41 +114,56 @@ def send(msg: EmailMessage, t: Transport, cwd: Path) -> None:
     except SendError as exc:
         path = save_unsent(msg)
         raise SendError(f"{exc.message}; the message was not sent and is saved in {path}",
-                        f"fix the problem, then send it with `git send-email {path}`") from exc
+                        f"{exc.hint} {path} and send it with `git send-email`" if exc.hint
+                        else f"fix the problem, then send it with `git send-email {path}`") from exc
 
 
 def _sendmail(msg: EmailMessage, t: Transport, cwd: Path) -> None:
     sender_addr = t.envelope_sender or email.utils.parseaddr(str(msg["From"]))[1]
     args = ["sh", "-c", f'{t.sendmail_cmd} "$@"', "sendmail", "-f", sender_addr, *envelope(msg)]
     try:
-        run(args, cwd=cwd, input=as_bytes(msg), timeout=TIMEOUT)
+        run(args, cwd=cwd, input=as_bytes(msg), timeout=config.env_number("REVIEWER_SMTP_DEADLINE"))
     except CommandError as exc:
         raise SendError(f"sendemail.sendmailCmd {exc.message}") from exc
 
 
 def _smtp(msg: EmailMessage, t: Transport, cwd: Path) -> None:
-    where = t.where()
+    seconds = config.env_number("REVIEWER_SMTP_DEADLINE")
+    # A credential helper may prompt for the password: asked before the clock starts.
+    cred = _credential(cwd, "fill", t, {}) if t.user and not t.password else None
     try:
-        with _connect(t) as smtp:
+        with deadline.watching(deadline.Watch(seconds)) as watch, _connect(t, min(TIMEOUT, seconds)) as smtp:
             if t.user:
-                _login(smtp, t, cwd)
+                _login(smtp, t, cwd, cred)
             sender_addr = t.envelope_sender or email.utils.parseaddr(str(msg["From"]))[1]
             _transaction(smtp, sender_addr, envelope(msg), msg.as_bytes(policy=POLICY.clone(linesep="\r\n")))  # SMTP wants CRLF
-    except smtplib.SMTPRecipientsRefused as exc:
-        first, (code, text) = next(iter(exc.recipients.items()))
-        raise SendError(f"{where} refused the recipient {first}: {code} {_t(text)}") from exc
-    except smtplib.SMTPAuthenticationError as exc:
-        raise SendError(f"{where} rejected the login of {t.user}: {exc.smtp_code} {_t(exc.smtp_error)}") from exc
-    except smtplib.SMTPSenderRefused as exc:
-        raise SendError(f"{where} refused the sender {exc.sender}: {exc.smtp_code} {_t(exc.smtp_error)}") from exc
-    except smtplib.SMTPResponseException as exc:
-        raise SendError(f"{where} answered {exc.smtp_code} {_t(exc.smtp_error)}") from exc
-    except (smtplib.SMTPException, ssl.SSLError) as exc:
-        raise SendError(f"{where}: {exc}") from exc
-    except TimeoutError as exc:
-        raise SendError(f"cannot reach {where}: no answer within {TIMEOUT:g} s") from exc
-    except OSError as exc:
-        raise SendError(f"cannot reach {where}: {exc.strerror or exc}") from exc
+    except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
+        if watch.fired:  # the watch cut the socket: whatever smtplib says, the time was up
+            raise SendError(f"{t.where()}: the SMTP conversation did not end within the {seconds:g} s deadline "
+                            "(REVIEWER_SMTP_DEADLINE)") from exc
+        raise _smtp_error(exc, t) from exc
+
+
+def _smtp_error(exc: Exception, t: Transport) -> SendError:
+    """One line for what went wrong, naming the server (and the recipient, sender or user it refused)."""
+    where = t.where()
+    match exc:
+        case smtplib.SMTPRecipientsRefused():
+            first, (code, text) = next(iter(exc.recipients.items()))
+            return SendError(f"{where} refused the recipient {first}: {code} {_t(text)}")
+        case smtplib.SMTPAuthenticationError():
+            return SendError(f"{where} rejected the login of {t.user}: {exc.smtp_code} {_t(exc.smtp_error)}")
+        case smtplib.SMTPSenderRefused():
+            return SendError(f"{where} refused the sender {exc.sender}: {exc.smtp_code} {_t(exc.smtp_error)}")
+        case smtplib.SMTPResponseException():
+            return SendError(f"{where} answered {exc.smtp_code} {_t(exc.smtp_error)}")
+        case smtplib.SMTPException() | ssl.SSLError():
+            return SendError(f"{where}: {exc}")
+        case TimeoutError():
+            return SendError(f"cannot reach {where}: no answer within {TIMEOUT:g} s")
+        case OSError():
+            return SendError(f"cannot reach {where}: {exc.strerror or exc}")
+    return SendError(f"{where}: {exc}")
 
 
 def _transaction(smtp: smtplib.SMTP, sender_addr: str, rcpts: list[str], data: bytes) -> None:
@@ -155,21 +183,45 @@ def _transaction(smtp: smtplib.SMTP, sender_addr: str, rcpts: list[str], data: b
         raise smtplib.SMTPDataError(code, text)
 
 
-def _connect(t: Transport) -> smtplib.SMTP:
+class _Watched(smtplib.SMTP):
+    """smtplib that gives its socket to the thread's deadline watch (reviewer/deadline.py), and
+    again after STARTTLS (the TLS socket replaces the plain one)."""
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> socket.socket:
+        sock: socket.socket = super()._get_socket(host, port, timeout)  # type: ignore[misc]
+        _watch(sock)
+        return sock
+
+    def starttls(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        reply: tuple[int, bytes] = super().starttls(*args, **kwargs)
+        _watch(self.sock)
+        return reply
+
+
+class _WatchedSSL(_Watched, smtplib.SMTP_SSL):
+    pass
+
+
+def _watch(sock: socket.socket | None) -> None:
+    watch = deadline.current()
+    if watch is not None and sock is not None:
+        watch.add(sock)
+
+
+def _connect(t: Transport, timeout: float) -> smtplib.SMTP:
     local = t.domain or None
     if t.encryption == "ssl":
-        return smtplib.SMTP_SSL(t.server, t.real_port, local_hostname=local, timeout=TIMEOUT, context=ssl.create_default_context())
-    smtp = smtplib.SMTP(t.server, t.real_port, local_hostname=local, timeout=TIMEOUT)
+        return _WatchedSSL(t.server, t.real_port, local_hostname=local, timeout=timeout, context=ssl.create_default_context())
+    smtp = _Watched(t.server, t.real_port, local_hostname=local, timeout=timeout)
     if t.encryption == "tls":
         smtp.starttls(context=ssl.create_default_context())
     return smtp
 
 
-def _login(smtp: smtplib.SMTP, t: Transport, cwd: Path) -> None:
-    if t.password:
+def _login(smtp: smtplib.SMTP, t: Transport, cwd: Path, cred: dict[str, str] | None) -> None:
+    if cred is None:
         smtp.login(t.user, t.password)
         return
-    cred = _credential(cwd, "fill", t, {})
     try:
         smtp.login(cred.get("username", t.user), cred.get("password", ""))
     except smtplib.SMTPAuthenticationError:
@@ -196,12 +248,11 @@ def _t(text: bytes | str) -> str:
 def save_unsent(msg: EmailMessage) -> Path:
     """Keep an unsent message under $XDG_STATE_HOME/reviewer/unsent/ and return its path."""
     state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    folder = state / "reviewer" / "unsent"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = private.make_dir(state / "reviewer" / "unsent")  # a review of unpublished work: the user's eyes only
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         path = folder / f"{stamp}-{n}.eml"
-        if not path.exists():
-            path.write_bytes(as_bytes(msg))
+        with contextlib.suppress(FileExistsError):
+            private.write_private(path, as_bytes(msg), exclusive=True)
             return path
     raise SendError(f"cannot save the unsent message in {folder}", "clean up that directory")

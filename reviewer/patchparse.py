@@ -368,6 +368,7 @@ class _Names:
 
     def name(self, first: str, second: str) -> str | None:
         """The path git gives a `--- FIRST` / `+++ SECOND` pair (timestamps already cut off)."""
+        first, second = unquote(first), unquote(second)
         if not self.known:
             p, q = _guess(first), _guess(second)
             p = q if p < 0 else p
@@ -477,9 +478,38 @@ def _change_kind(pf: PatchedFile, info: str) -> Change:
 def _strip(name: str | None) -> str | None:
     if name is None or name == "/dev/null":
         return None
-    if name.startswith('"') and name.endswith('"'):
-        name = name[1:-1]
+    name = unquote(name)
     return name[2:] if name[:2] in ("a/", "b/") else name
+
+
+# git's C-style quoting of a path (quote.c: quote_c_style): with core.quotePath (the default) every
+# byte >= 0x80 is \ooo octal, and ", \ and control characters are always escaped.
+_ESCAPES = {"a": 7, "b": 8, "t": 9, "n": 10, "v": 11, "f": 12, "r": 13, '"': 34, "\\": 92}
+_QUOTED = re.compile(r'\\(?:([0-3][0-7]{2})|(.))', re.DOTALL)
+
+
+def unquote(name: str) -> str:
+    """NAME as git wrote it in a diff header, unquoted: `"\\303\\274ber.c"` -> `über.c`. A name
+    that is not quoted is returned as it is, and so is one whose bytes are not UTF-8 (git's spelling
+    of it then stays the one the reader can act on)."""
+    if len(name) < 2 or not (name.startswith('"') and name.endswith('"')):
+        return name
+    out = bytearray()
+    pos, inner = 0, name[1:-1]
+    for m in _QUOTED.finditer(inner):
+        out += inner[pos : m.start()].encode()
+        if m[1] is not None:
+            out.append(int(m[1], 8))
+        elif m[2] in _ESCAPES:
+            out.append(_ESCAPES[m[2]])
+        else:  # not an escape git writes: keep it as it stands
+            out += m[0].encode()
+        pos = m.end()
+    out += inner[pos:].encode()
+    try:
+        return out.decode()
+    except UnicodeDecodeError:
+        return inner
 
 
 def _hunk(h: UHunk) -> Hunk:

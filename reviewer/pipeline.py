@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reviewer import cache, config
+from reviewer import cache, config, merge, noise
 from reviewer import target as targets
 from reviewer.checks import CHECKS, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
@@ -39,6 +39,7 @@ from reviewer.model import (
 from reviewer.patchparse import ParsedDiff, read_diff
 from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
+from reviewer.sandbox import MAX_TEST_SECONDS
 
 # The stages that need a kernel tree import their modules when they run: a review without a
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
@@ -67,6 +68,7 @@ class Request:
     bench_runs: int = 3
     slower_than: float = 1.25
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
+    test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
     benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
     boot: bool = False  # --boot: build and boot base and patched kernels for in-kernel tests
@@ -110,6 +112,10 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
             _configure(run, request)
         except ConfigError as exc:
             return run.review(), exc
+        if request.tree is not None:  # what killed runs left registered in the tree, before any stage adds to it
+            from reviewer import worktree
+
+            worktree.sweep(request.tree)
         steps: list[tuple[str, Callable[[], str]]] = [
             ("load", lambda: _load(run, request)),
             ("parse", lambda: _parse(run)),
@@ -207,7 +213,8 @@ def _check(run: _Run, request: Request) -> str:
         base = run.base_tree = GitBaseTree(request.tree, run.base[0])
     found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
     scripts = _kernel_scripts(run, request) if request.tree is not None else None
-    run.findings.extend(config.apply(run.config, [*found, *(scripts.findings if scripts else ())]))
+    reported = noise.drop([*found, *(scripts.findings if scripts else ())], run.series, base)
+    run.findings.extend(merge.merge(config.apply(run.config, reported)))
     note = f"; {scripts.note}" if scripts and scripts.note else ""
     return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}"
 
@@ -346,5 +353,5 @@ def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
     base_wt = run.stack.enter_context(_worktree(run, request.tree, run.base[0]))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
-                               dict(request.test_env), request.benchmarks)
+                               dict(request.test_env), request.benchmarks, request.test_timeout)
     return selftest_stage.run(plan, {"base": base_wt, "patched": run.patched}, scratch)

@@ -5,9 +5,10 @@ import contextlib
 import os
 import subprocess
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviewer import private
 from reviewer.errors import CommandError
 
 DEFAULT_TIMEOUT = 120.0
@@ -73,31 +74,120 @@ class Sandboxed:
     output: str  # stdout and stderr, interleaved as the program wrote them
     seconds: float
     timed_out: bool
+    left: tuple[str, ...] = ()  # processes still running when the program exited (the sandbox killed them)
+    wrote: tuple[str, ...] = ()  # what it created outside its tree, in the sandbox's throw-away file systems
+    lost: bool = False  # the sandbox's guard never reported the end: what was left is unknown
+
+
+MAX_OUTPUT = 8 * 1024 * 1024  # bytes of output kept from one run: a test can print forever
+DRAIN = 5.0  # seconds the pipes may stay open once the program is killed or has ended
+
+
+@dataclass
+class Side:
+    """Pipes beside the output: the child inherits CHILD_FDS (closed here once it has started); each
+    of READERS (their other ends, the caller's to close) is read as data comes, and every chunk is
+    handed to its callback (b"" once, at its end)."""
+
+    child_fds: tuple[int, ...] = ()
+    readers: dict[int, Callable[[bytes], None]] = field(default_factory=dict)
 
 
 def run_group(
-    args: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], timeout: float
+    args: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], timeout: float, side: Side | None = None,
+    owner: int | None = None,
 ) -> Sandboxed:
-    """Run ARGS in its own process group with exactly ENV; kill the whole group at TIMEOUT or Ctrl-C."""
+    """Run ARGS in its own process group with exactly ENV; kill the whole group at TIMEOUT or Ctrl-C.
+
+    The output is read until every copy of the pipe is closed, but never past the deadline: once the
+    group is killed, DRAIN seconds more at most (a process outside the group, e.g. after setsid(),
+    may hold the pipe; the sandbox's PID namespace is what kills those). OWNER: the uid the pipe is
+    given to (a program run as another user opens it again as /dev/stdout, as kselftest's runner.sh does)."""
     import signal
     import time
 
     start = time.monotonic()
-    proc = subprocess.Popen(
-        [str(a) for a in args], cwd=cwd, env=dict(env), stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
-    )
+    argv = [str(a) for a in args]
+    side = side or Side()
+    out, write = os.pipe()
     try:
-        out, _ = proc.communicate(timeout=timeout)
-        return Sandboxed(proc.returncode, _text(out), time.monotonic() - start, False)
-    except subprocess.TimeoutExpired:
-        _kill_group(proc, signal.SIGKILL)
-        out, _ = proc.communicate()
-        return Sandboxed(None, _text(out), time.monotonic() - start, True)
+        if owner is not None:
+            os.fchown(write, owner, -1)
+        proc = subprocess.Popen(argv, cwd=cwd, env=dict(env), stdout=write, stderr=write, stdin=subprocess.DEVNULL,
+                                start_new_session=True, pass_fds=side.child_fds)
+    except FileNotFoundError as exc:
+        os.close(out)
+        raise CommandError(tuple(argv), None, "", f"{argv[0]}: command not found", None) from exc
+    except BaseException:
+        os.close(out)
+        raise
+    finally:
+        os.close(write)
+        for fd in side.child_fds:
+            os.close(fd)
+    kept = _Kept(MAX_OUTPUT)
+    try:
+        timed_out = not _pump({out: kept.add, **side.readers}, start + timeout)
+        if timed_out:
+            _kill_group(proc, signal.SIGKILL)
+            _pump({out: kept.add}, time.monotonic() + DRAIN)
+        _reap(proc)
     except BaseException:
         _kill_group(proc, signal.SIGKILL)
         proc.wait()
         raise
+    finally:
+        os.close(out)
+    return Sandboxed(None if timed_out else proc.returncode, kept.text(), time.monotonic() - start, timed_out)
+
+
+def _pump(readers: Mapping[int, Callable[[bytes], None]], deadline: float) -> bool:
+    """Read READERS until each is at its end (True) or DEADLINE passes (False)."""
+    import selectors
+    import time
+
+    with selectors.DefaultSelector() as sel:
+        for fd in readers:
+            sel.register(fd, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            for key, _ in sel.select(min(left, 1.0)):
+                chunk = os.read(key.fd, 65536)
+                readers[key.fd](chunk)
+                if not chunk:
+                    sel.unregister(key.fd)
+    return True
+
+
+def _reap(proc: subprocess.Popen[bytes]) -> None:
+    """The pipe is closed: the program is ending. One that lingers without it is killed."""
+    import signal
+
+    try:
+        proc.wait(DRAIN)
+    except subprocess.TimeoutExpired:
+        _kill_group(proc, signal.SIGKILL)
+        proc.wait()
+
+
+class _Kept:
+    """The first LIMIT bytes of an output; the rest is read (so that the writer never blocks) and counted."""
+
+    def __init__(self, limit: int) -> None:
+        self.data = bytearray()
+        self.limit = limit
+        self.dropped = 0
+
+    def add(self, chunk: bytes) -> None:
+        room = self.limit - len(self.data)
+        self.data += chunk[:room]
+        self.dropped += max(0, len(chunk) - room)
+
+    def text(self) -> str:
+        more = f"\n[reviewer: {self.dropped} more bytes of output were not kept]\n" if self.dropped else ""
+        return _text(bytes(self.data)) + more
 
 
 def _kill_group(proc: subprocess.Popen[bytes], sig: int) -> None:
@@ -132,7 +222,7 @@ def watch(
     except FileNotFoundError as exc:
         raise CommandError(argv, None, "", f"{argv[0]}: command not found", None) from exc
     assert proc.stdout is not None
-    sink = open(log, "wb") if log is not None else None  # noqa: SIM115 (closed in finally)
+    sink = private.open_private(log) if log is not None else None  # a console log: only the user may read it
     buf, stopped_at, timed_out = b"", None, False
     try:
         with selectors.DefaultSelector() as sel:

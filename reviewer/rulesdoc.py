@@ -12,6 +12,10 @@ from reviewer.rules import RULES_DIR, Rule, load_rules
 
 def list_rules(rule_dirs: Iterable[Path] = ()) -> str:
     """Every declarative rule (shipped, then RULE_DIRS) and every Python check: id, level, summary, why, examples."""
+    from reviewer import config
+
+    for d in rule_dirs:
+        config.directory(Path(d), "--rules")
     rules = [r for d in (RULES_DIR, *rule_dirs) for r in load_rules(Path(d))]
     blocks = [_rule(r) for r in rules] + [_check(c) for c in CHECKS.values()]
     return "\n\n".join(blocks) + "\n"

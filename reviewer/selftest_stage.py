@@ -6,6 +6,9 @@ lacks is a SKIP on that tree. A single test (`--tests dir:name`, a rule's hint) 
 its directory's list lacks it, since someone asked for it by name: then an info finding says
 that `make run_tests` would not run it, and what lists it instead (a TEST_GEN_PROGS_EXTENDED
 helper, a TEST_FILES file), so that its result is not read as the directory's.
+
+Everything runs in the sandbox (sandbox.py). A test that left processes running, wrote outside its
+tree or was cut short by --test-timeout is a `sandbox` warning naming it, on each tree it did so.
 """
 from __future__ import annotations
 
@@ -14,13 +17,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import bench, ktap
+from reviewer import bench, ktap, private
 from reviewer.model import BenchResult, Finding, Level, TestRun
-from reviewer.sandbox import Sandbox
-from reviewer.selftests import RUN_VARS, SELFTESTS, Chosen, RunList, TestRef, build, run_list, run_test
+from reviewer.sandbox import MAX_TEST_SECONDS, Sandbox
+from reviewer.selftests import RUN_VARS, SELFTESTS, Chosen, Observed, RunList, TestRef, build, run_list, run_observed
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
 RULE = "selftests"
+SANDBOX = "sandbox"  # warnings: what the sandbox saw a test do (processes left, files written outside its tree, the cap)
 
 
 @dataclass(frozen=True)
@@ -31,6 +35,7 @@ class Plan:
     slower_than: float = 1.25  # patched/base ratio above which a benchmark is a warning
     extra_env: dict[str, str] = field(default_factory=dict)
     benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name
+    test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: caps what a directory's settings file asks for
 
 
 @dataclass(frozen=True)
@@ -60,12 +65,14 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
              for label, per in lists.items() for d, rl in per.items() if rl.error]
     refs = _expand(plan.chosen, lists)
     asked = {c.ref: c.why for c in plan.chosen if c.ref.name}
+    seen: list[Finding] = []
     for env in plan.envs:
         for ref in refs:
             for label, per in lists.items():
-                if (r := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked)) is not None:
-                    runs.append(r)
-    findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs)]
+                if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
+                    runs.append(o.run)
+                    seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
+    findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
     # A benchmark means something only as a comparison: both trees must have built.
     comparable = len(trees) > 1 and all(built.values())
     results = [r for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs
@@ -79,9 +86,9 @@ def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
     that the terminal report's reader can open it; DIRECTORY is made only when there is output."""
     saved = 0
     for r in (r for r in runs if r.log):
-        directory.mkdir(parents=True, exist_ok=True)
+        private.make_dir(directory)  # a test's output holds whatever it could read: the user's eyes only
         name = re.sub(r"[^\w.+-]+", "_", f"{r.tree}-{r.env}-{r.test}").strip("_")
-        (directory / f"{name}.log").write_text(r.log if r.log.endswith("\n") else r.log + "\n", encoding="utf-8")
+        private.write_private(directory / f"{name}.log", (r.log if r.log.endswith("\n") else r.log + "\n").encode())
         saved += 1
     return saved
 
@@ -97,16 +104,16 @@ def _expand(chosen: Iterable[Chosen], lists: dict[str, dict[str, RunList]]) -> l
     return list(dict.fromkeys(refs))
 
 
-def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool) -> TestRun | None:
+def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool, cap: float) -> Observed | None:
     """Run REF on one tree if it was asked for or is in that tree's run list; None if the list could not be read."""
     assert ref.name is not None
     if asked or ref.name in listed.tests:
-        return run_test(wt, ref, tree=label, env=env, sandbox=sandbox)
+        return run_observed(wt, ref, tree=label, env=env, sandbox=sandbox, cap=cap)
     if listed.error:
         return None  # the tree's "run list" ERROR says why nothing of the directory runs there
     role = listed.role(ref.name)
-    return TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
-                   f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else ""))
+    return Observed(TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
+                    f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else "")))
 
 
 def _last_error(log: str) -> str:

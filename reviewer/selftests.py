@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import math
 import os
 import re
 import tempfile
@@ -12,7 +13,8 @@ from pathlib import Path
 
 from reviewer import ktap
 from reviewer.model import Series, TestRun
-from reviewer.sandbox import Sandbox, available
+from reviewer.proc import Sandboxed
+from reviewer.sandbox import MAX_TEST_SECONDS, Sandbox, available, read_untrusted
 
 SELFTESTS = "tools/testing/selftests"
 DEFAULT_TIMEOUT = 45.0  # the kselftest runner's default; a dir's `settings` file may change it
@@ -118,11 +120,15 @@ def _f_regex(pattern: str) -> re.Pattern[str]:
 
 
 def timeout_for(wt: Path, test_dir: str) -> float:
-    settings = wt / SELFTESTS / test_dir / "settings"
-    if settings.is_file():
-        for line in settings.read_text(errors="replace").splitlines():
-            if (m := re.match(r"^\s*timeout\s*=\s*(\d+)", line)) and int(m[1]) > 0:
-                return float(m[1])
+    """The directory's `settings` timeout (kselftest's runner: timeout=0 is none at all: inf), else 45 s.
+    The file is the series': read without following a symlink or blocking on a FIFO."""
+    try:
+        text = read_untrusted(wt / SELFTESTS / test_dir / "settings").decode(errors="replace")
+    except OSError:
+        return DEFAULT_TIMEOUT
+    for line in text.splitlines():
+        if m := re.match(r"^\s*timeout\s*=\s*(\d+)", line):
+            return float(m[1]) or math.inf
     return DEFAULT_TIMEOUT
 
 
@@ -132,11 +138,11 @@ def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900)
     jobs = f"-j{os.cpu_count() or 1}"
     log = ""
     if needs_headers(wt, dirs):
-        done = sandbox.run(["make", "headers", jobs], cwd=wt, timeout=timeout)
+        done = sandbox.run(["make", "headers", jobs], cwd=wt, timeout=timeout, tree=wt)
         log = done.output
         if done.timed_out or done.returncode != 0:
             return False, log + "\n(make headers failed)"
-    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout)
+    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout, tree=wt)
     if done.timed_out:
         return False, log + done.output + f"\n(build killed after {timeout:g}s)"
     return done.returncode == 0, log + done.output
@@ -144,11 +150,17 @@ def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900)
 
 def needs_headers(wt: Path, dirs: Sequence[str]) -> bool:
     """A kernel tree (it has a `headers` make target) without installed headers, and a test dir using them."""
-    top = wt / "Makefile"
-    if (wt / "usr/include/linux").is_dir() or not top.is_file() or "headers_install" not in top.read_text(errors="replace"):
+    if (wt / "usr/include/linux").is_dir() or b"headers_install" not in _read(wt / "Makefile"):
         return False
-    return any("KHDR_INCLUDES" in (wt / SELFTESTS / d / "Makefile").read_text(errors="replace")
-               for d in dirs if (wt / SELFTESTS / d / "Makefile").is_file())
+    return any(b"KHDR_INCLUDES" in _read(wt / SELFTESTS / d / "Makefile") for d in dirs)
+
+
+def _read(path: Path, limit: int = 16 << 20) -> bytes:
+    """A file of the tree (the series': perhaps a symlink or a FIFO), or nothing."""
+    try:
+        return read_untrusted(path, limit)
+    except OSError:
+        return b""
 
 
 # lib.mk's run_tests runs $(TEST_GEN_PROGS) $(TEST_CUSTOM_PROGS) $(TEST_PROGS), in this order (its
@@ -204,7 +216,7 @@ def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST
         printer = Path(private) / "print.mk"
         printer.write_text(_PRINT_MK)
         done = sandbox.run(["make", "-s", "--no-print-directory", "-C", out, "-f", "Makefile", "-f", printer, f"OUTPUT={out}", "reviewer-runlist"],
-                           cwd=wt, timeout=timeout)
+                           cwd=wt, timeout=timeout, tree=wt)
     values = _printed(done.output)
     if done.timed_out:
         return RunList(error=f"make was killed after {timeout:g}s reading {SELFTESTS}/{test_dir}/Makefile", log=done.output)
@@ -230,29 +242,79 @@ def _relative(folder: Path, word: str) -> str:
     return os.path.relpath(os.path.join(folder, word), folder)
 
 
+@dataclass(frozen=True)
+class Observed:
+    run: TestRun
+    notes: tuple[str, ...] = ()  # what the sandbox saw the test do besides its result: each one a warning
+
+
 def run_test(
-    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None
+    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None,
+    cap: float = MAX_TEST_SECONDS,
 ) -> TestRun:
     """Run one test program (REF.name may be a path below its directory) from the directory it is in,
     as kselftest's runner does; never raises for the test's own failures."""
+    return run_observed(wt, ref, tree=tree, env=env, sandbox=sandbox, args=args, timeout=timeout, cap=cap).run
+
+
+def run_observed(
+    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None,
+    cap: float = MAX_TEST_SECONDS,
+) -> Observed:
+    """run_test, and what the sandbox saw. TIMEOUT (the tool's own, for a benchmark) or else the
+    directory's `settings` timeout, which CAP (--test-timeout) bounds: the series wrote that file."""
     assert ref.name is not None
     name = f"{ref}" + (f" {' '.join(args)}" if args else "")
     if (why := available(env)) is not None:
-        return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}")
+        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}"))
     program = wt / SELFTESTS / ref.dir / ref.name
     if not program.is_file():
-        return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)")
+        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)"))
+    if not program.resolve().is_relative_to(wt.resolve()):
+        return Observed(TestRun(name, tree, env, ktap.Result.ERROR, 0.0, "a symlink out of the tree: not run"))
     argv = command(program, wt / SELFTESTS / ref.dir)
     if argv is None:
-        return TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either")
-    limit = timeout or timeout_for(wt, ref.dir)
-    done = sandbox.run([*argv, *args], cwd=program.parent, timeout=limit, env_name=env)
+        return Observed(TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either"))
+    asked = timeout or timeout_for(wt, ref.dir)
+    limit = asked if timeout else min(asked, cap)
+    done = sandbox.run([*argv, *args], cwd=program.parent, timeout=limit, env_name=env, tree=wt)
     log = ktap.parse(done.output)
+    seen = _seen(done, f"was cut short at {limit:g}s by --test-timeout (its settings file asks for {_asked(asked)})"
+                 if done.timed_out and limit < asked else "")
+    notes = tuple(long for _, long in seen)
     if done.timed_out:
-        return TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, f"killed after {limit:g}s", done.output, log.tests)
+        why = f"killed after {limit:g}s" + (f" (--test-timeout; its settings file asks for {_asked(asked)})" if limit < asked else "")
+        return Observed(TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, why, done.output, log.tests), notes)
     result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(done.returncode or 0, ktap.Result.FAIL)
     reason = "" if result is ktap.Result.PASS else _reason(done.returncode, log)
-    return TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests)
+    if seen:  # never a plain pass: the table says what the sandbox saw
+        reason = "; ".join(x for x in (reason, "sandbox: " + ", ".join(short for short, _ in seen)) if x)
+    return Observed(TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests), notes)
+
+
+def _asked(seconds: float) -> str:
+    return "no timeout (timeout=0)" if math.isinf(seconds) else f"{seconds:g}s"
+
+
+def _seen(done: Sandboxed, cut: str) -> list[tuple[str, str]]:
+    """(short, long) for each thing the sandbox saw: the cap cut the test short (CUT), processes
+    left, files written outside the tree, the guard killed."""
+    seen = [("cut short by --test-timeout", cut)] if cut else []
+    if done.left:
+        n = len(done.left)
+        seen.append(("left processes running", f"left {n} process{'es' if n > 1 else ''} running when it exited "
+                     f"(the sandbox killed them): {_some(done.left)}"))
+    if done.wrote:
+        seen.append(("wrote outside its tree", "wrote outside its tree (into the sandbox's throw-away file systems; "
+                     f"the host's were not touched): {_some(done.wrote)}"))
+    if done.lost:
+        seen.append(("killed its guard", "killed the sandbox's guard: what it left running or wrote is unknown"))
+    return seen
+
+
+def _some(items: Sequence[str], shown: int = 8) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
 
 
 def command(program: Path, test_dir: Path) -> list[str] | None:
@@ -265,8 +327,7 @@ def command(program: Path, test_dir: Path) -> list[str] | None:
         return [f"./{program.name}"]
     if os.access(test_dir / "ksft_runner.sh", os.X_OK):
         return ["./ksft_runner.sh", f"./{program.name}"]
-    with program.open("rb") as fh:
-        first = fh.readline().decode(errors="replace")
+    first = _read(program, 4096).split(b"\n", 1)[0].decode(errors="replace")
     if first.startswith("#!") and (interpreter := first[2:].split()):
         return [*interpreter, f"./{program.name}"]
     return None

@@ -2,32 +2,53 @@
 
 The user's checkout, index, branches, stash and config are never touched: we add a detached
 worktree in a temporary directory, `git am -3` there, and remove it on every exit path. When
-only `git am` needs it, it holds just the touched files (sparse_patterns()).
+only `git am` needs it, it holds just the touched files (sparse_patterns()). Its directory is
+named after this process (leftovers.py), so that what a killed run leaves, in $TMPDIR and in
+the user's repository, is removed by the next one (sweep()). No git command run here runs the
+user's hooks (NO_HOOKS).
 """
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import hashlib
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from email.message import EmailMessage
 from email.policy import SMTP
 from pathlib import Path
 
-from reviewer import baseguess
+from reviewer import baseguess, ending, leftovers
 from reviewer.errors import CommandError, ConfigError, InputError
 from reviewer.model import Patch, PatchApply, Series
 from reviewer.proc import run
 
 # LC_ALL=C: git's messages are read here ("Applying:", "Falling back", "error: patch failed:").
 _GIT_ENV = {"GIT_COMMITTER_NAME": "reviewer", "GIT_COMMITTER_EMAIL": "reviewer@localhost", "GIT_TERMINAL_PROMPT": "0", "LC_ALL": "C"}
+# The user's repository lends our worktrees its hooks (post-checkout, reference-transaction,
+# post-index-change, the am hooks...) and its config: none of the user's programs run for a series
+# under review. hooksPath=/dev/null: no hook is found there (https://git-scm.com/docs/githooks).
+# No fsmonitor daemon is started for a worktree that is about to go, and `git am` does not start
+# `git maintenance run --auto` (a gc of the user's repository, and its pre-auto-gc hook).
+NO_HOOKS = ("-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-c", "maintenance.auto=false")
 
 
 def git(repo: Path, *args: str, check: bool = True, input: bytes | None = None, timeout: float = 300) -> str:
-    return run(["git", "-C", str(repo), *args], env=_GIT_ENV, input=input, check=check, timeout=timeout).stdout
+    return run(["git", "-C", str(repo), *NO_HOOKS, *args], env=_GIT_ENV, input=input, check=check, timeout=timeout).stdout
+
+
+def common_dir(tree: Path) -> Path:
+    """TREE's common git directory (where worktrees/ is), absolute."""
+    return Path(git(tree, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+
+
+def sweep(tree: Path) -> None:
+    """Remove the worktrees that runs killed before their clean-up registered in TREE, and say so."""
+    with contextlib.suppress(CommandError):
+        if removed := leftovers.sweep_repo(common_dir(tree)):
+            ending.say(leftovers.describe(removed))
 
 
 def git_dir(tree: Path) -> str:
@@ -142,10 +163,14 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None, build: boo
     """A detached worktree of TREE at BASE in a temporary directory; always removed.
 
     With TOUCHED, only what is needed is checked out (sparse_patterns()): for `git am` alone
-    (BUILD false) always; for a build, on a large tree.
+    (BUILD false) always; for a build, on a large tree. The directory exists (empty, named after
+    us) before git registers it, and is removed without walking it (leftovers.drop_worktree()):
+    after a signal the deletion finishes in the background.
     """
-    scratch = Path(tempfile.mkdtemp(prefix="reviewer-wt-"))
-    wt = scratch / "tree"
+    common = common_dir(tree)
+    wt = leftovers.make("wt")  # git adds a worktree in an empty directory
+    drop = functools.partial(leftovers.drop_worktree, wt, common, ending.deadline)
+    token = ending.on_exit(drop)
     try:
         patterns = _patterns(tree, base, touched, build)
         if patterns is not None:
@@ -156,9 +181,8 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None, build: boo
             git(tree, "worktree", "add", "--detach", "--quiet", str(wt), base)
         yield wt
     finally:
-        run(["git", "-C", str(tree), "worktree", "remove", "--force", str(wt)], check=False)
-        shutil.rmtree(scratch, ignore_errors=True)
-        run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+        drop()
+        ending.forget(token)
 
 
 SLOTS = 4  # concurrent reviews of one tree that can each hold a cached worktree
@@ -178,14 +202,16 @@ def cached(tree: Path, base: str, touched: list[str] | None, root: Path, build: 
         try:
             if not (wt / ".git").is_file():
                 shutil.rmtree(wt, ignore_errors=True)
-                run(["git", "-C", str(tree), "worktree", "prune"], check=False)
+                git(tree, "worktree", "prune", check=False)
                 git(tree, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
                 git(tree, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
+            _unlock(wt)
             # ["/*"] (everything) rather than None: a slot left sparse by a narrower review is widened.
             _reset(wt, base, _patterns(tree, base, touched, build) or ["/*"])
             yield wt
         finally:
-            _reset(wt, base, None)
+            if not ending.interrupted():  # the next review resets it on entry: a signal's clean-up must be quick
+                _reset(wt, base, None)
 
 
 @contextlib.contextmanager
@@ -201,9 +227,17 @@ def _slot(slots: Path) -> Iterator[Path]:
     raise ConfigError(f"all {SLOTS} cached worktrees in {slots} are in use", "wait for the other reviews, or unset reviewer.reuseWorktrees")
 
 
+def _unlock(wt: Path) -> None:
+    """Lock files a killed git left in the slot's git dir (index.lock, HEAD.lock...): we hold the slot's lock,
+    so no other review's git can be writing there, and each would stop every later command in the slot."""
+    admin = leftovers.admin_dir(wt)
+    for stale in admin.glob("*.lock") if admin is not None else ():
+        stale.unlink(missing_ok=True)
+
+
 def _reset(wt: Path, base: str, patterns: list[str] | None) -> None:
     """Back to a clean BASE; with PATTERNS, checked out sparse to them (None keeps the current ones)."""
-    run(["git", "-C", str(wt), "am", "--abort"], check=False)
+    git(wt, "am", "--abort", check=False)
     if patterns is not None:
         _set_sparse(wt, patterns)
     git(wt, *options(wt), "checkout", "-f", "--quiet", "--detach", base)
@@ -220,7 +254,7 @@ def _file_count(tree: Path, rev: str) -> int:
             head = f.read(12)
         if len(head) == 12 and head[:4] == b"DIRC" and int.from_bytes(head[8:], "big") > SPARSE_ABOVE:
             return int.from_bytes(head[8:], "big")
-    return git(tree, "ls-tree", "-r", "--name-only", rev).count("\n")
+    return git(tree, "ls-tree", "-r", "-z", "--name-only", rev).count("\0")
 
 
 def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
@@ -233,13 +267,12 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
     mbox = b"".join(_mboxrd(as_mail(p)) for p in series.patches)
     error: CommandError | None = None
     try:
-        # The user's hooks are not run on a series under review.
-        out = git(wt, *options(wt), "-c", "core.hooksPath=/dev/null", "am", "-3", "--no-gpg-sign", "--patch-format=mboxrd",
+        out = git(wt, *options(wt), "-c", "core.quotePath=false", "am", "-3", "--no-gpg-sign", "--patch-format=mboxrd",
                   input=mbox, timeout=300 + 30 * len(series.patches))
     except CommandError as exc:
         out, error = exc.stdout, exc
         # Keep the patches that applied, drop what the failed one left: the diagnosis sees the tree it met.
-        run(["git", "-C", str(wt), "am", "--quit"], check=False)
+        git(wt, "am", "--quit", check=False)
         git(wt, *options(wt), "reset", "--hard", "--quiet")
     applied = int(git(wt, "rev-list", "--count", f"{before}..HEAD").strip())
     logs = [*re.split(r"^Applying: ", out, flags=re.M)[1:], *[""] * applied]  # each patch's own lines

@@ -102,8 +102,8 @@ def kunit_beside(tree: Path, path: str) -> list[InTest]:
 
 def kunit_suite(tree: Path, source: Path) -> InTest | None:
     """The InTest for a KUnit source file: its suite name, and the symbol its Makefile builds it with."""
-    text = source.read_text(errors="replace")
-    if not _SUITE_CALL.search(text):
+    text = _read(source)
+    if text is None or not _SUITE_CALL.search(text):
         return None
     name = m["name"] if (m := _SUITE_NAME.search(text)) else source.stem
     symbol = makefile_symbol(source.parent / "Makefile", source.stem)
@@ -114,11 +114,23 @@ def kunit_suite(tree: Path, source: Path) -> InTest | None:
 
 
 def makefile_symbol(makefile: Path, obj: str) -> str | None:
-    if not makefile.is_file():
+    text = _read(makefile)
+    if text is None:
         return None
     rx = re.compile(rf"^obj-\$\(CONFIG_(?P<sym>\w+)\)\s*[+:]?=.*(?<![\w-]){re.escape(obj)}\.o\b", re.M)
-    m = rx.search(makefile.read_text(errors="replace").replace("\\\n", " "))
+    m = rx.search(text.replace("\\\n", " "))
     return m["sym"] if m else None
+
+
+def _read(path: Path) -> str | None:
+    """PATH of the patched worktree, where sandboxed builds and tests have run: never through a symlink
+    or blocking on a FIFO they may have left (None if it is not a plain file)."""
+    from reviewer.sandbox import read_untrusted
+
+    try:
+        return read_untrusted(path).decode(errors="replace")
+    except OSError:
+        return None
 
 
 def symbols(tests: Iterable[InTest]) -> tuple[str, ...]:

@@ -1,14 +1,17 @@
 """Configure and build a small x86_64 kernel for in-kernel tests: tinyconfig + a fragment, bzImage.
 
 Each (tree, environment) has its own output directory (make O=...), kept by the caller, so a
-second build is incremental; ccache is used when installed. A failed build becomes a finding
-naming the compiler's first error and its file and line.
+second build is incremental; ccache is used when installed. make runs in the sandbox (the
+series' Makefiles and Kconfig run code), the source read-only, the output and ccache directories
+writable. A failed build becomes a finding naming the compiler's first error and its file and line.
 """
 from __future__ import annotations
 
 import os
 import re
 import shutil
+import stat
+import tempfile
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from reviewer.errors import CommandError
 from reviewer.model import Finding, Level
-from reviewer.proc import run
+from reviewer.sandbox import Sandbox, read_untrusted
 
 RULE = "boot-build"
 BUILD_TIMEOUT = 3600.0
@@ -58,30 +61,83 @@ def make_cmd(src: Path, out: Path, *targets: str) -> list[str]:
     return ["make", "-C", str(src), f"O={out}", "ARCH=x86_64", *cc, *targets]
 
 
-def configure(src: Path, out: Path, lines: tuple[str, ...], timeout: float) -> tuple[str, ...]:
+@dataclass(frozen=True)
+class _Box:
+    """make in the sandbox (the series' Makefiles and Kconfig run code): the source read-only, the
+    build directory and ccache's writable; HIDE are git directories to keep out of its sight."""
+
+    sandbox: Sandbox
+    src: Path
+    out: Path
+    hide: tuple[Path, ...] = ()
+
+    def make(self, timeout: float, *targets: str) -> str:
+        """make's output; CommandError (with it) on a failure or at TIMEOUT."""
+        argv = make_cmd(self.src, self.out, *targets)
+        done = self.sandbox.run(argv, cwd=self.out, timeout=timeout, tree=self.out, writable=(_ccache(self.out),),
+                                readable=(self.src,), hide=self.hide)
+        if done.timed_out or done.returncode != 0:
+            raise CommandError(tuple(argv), done.returncode, done.output, "", timeout if done.timed_out else None)
+        return done.output
+
+
+def configure(box: _Box, lines: tuple[str, ...], timeout: float) -> tuple[str, ...]:
     """tinyconfig, the fragment on top, olddefconfig; the fragment lines that did not stick."""
-    out.mkdir(parents=True, exist_ok=True)
-    run(make_cmd(src, out, "tinyconfig"), env=_env(out), timeout=timeout)
-    with open(out / ".config", "a") as f:
-        f.write("\n".join(lines) + "\n")
-    run(make_cmd(src, out, "olddefconfig"), env=_env(out), timeout=timeout)
-    final = set((out / ".config").read_text().splitlines())
+    box.make(timeout, "tinyconfig")
+    _append(box.out / ".config", "\n".join(lines) + "\n")
+    box.make(timeout, "olddefconfig")
+    final = set(_untrusted(box.out / ".config").splitlines())
     return tuple(f"{ln} was not kept (unmet dependency?)" for ln in lines if ln not in final)
 
 
-def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_TIMEOUT, jobs: int | None = None) -> Build:
+def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_TIMEOUT, jobs: int | None = None,
+          hide: tuple[Path, ...] = ()) -> Build:
     start = time.monotonic()
-    try:
-        problems = configure(src, out, lines, timeout)
-        done = run([*make_cmd(src, out, f"-j{jobs or os.cpu_count() or 1}", "bzImage")], env=_env(out), timeout=timeout)
-    except CommandError as exc:
-        text = exc.stdout + "\n" + exc.stderr
-        err, path, line = first_error(text, src)
-        if exc.timeout is not None:
-            err = f"the build timed out after {exc.timeout:g}s"
-        return Build(False, time.monotonic() - start, None, lines, _tail(text), err, path, line)
+    out.mkdir(parents=True, exist_ok=True)
+    _ccache(out).mkdir(exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="reviewer-kbuild-") as scratch:
+        box = _Box(Sandbox(Path(scratch) / "home", _env(out)), src, out, hide)
+        try:
+            problems = configure(box, lines, timeout)
+            log = box.make(timeout, f"-j{jobs or os.cpu_count() or 1}", "bzImage")
+        except CommandError as exc:
+            text = exc.stdout + "\n" + exc.stderr
+            err, path, line = first_error(text, src)
+            if exc.timeout is not None:
+                err = f"the build timed out after {exc.timeout:g}s"
+            return Build(False, time.monotonic() - start, None, lines, _tail(text), err, path, line)
     image = out / "arch" / "x86" / "boot" / "bzImage"
-    return Build(True, time.monotonic() - start, image, lines, _tail(done.stdout + done.stderr), problems=problems)
+    if not _inside(image, out):
+        return Build(False, time.monotonic() - start, None, lines, _tail(log), "the build left no bzImage (or a symlink in its place)")
+    return Build(True, time.monotonic() - start, image, lines, _tail(log), problems=problems)
+
+
+def _ccache(out: Path) -> Path:
+    return out.parent / "ccache"
+
+
+def _append(path: Path, text: str) -> None:
+    """Append to a file the sandboxed make wrote: never through a symlink, never blocking on a FIFO."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CommandError(("append", str(path)), None, "", f"{path}: {exc.strerror}", None) from exc
+    with os.fdopen(fd, "w") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise CommandError(("append", str(path)), None, "", f"{path}: not a regular file", None)
+        f.write(text)
+
+
+def _untrusted(path: Path) -> str:
+    try:
+        return read_untrusted(path, 16 << 20).decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def _inside(path: Path, top: Path) -> bool:
+    """PATH is a regular file below TOP, reached without a symlink (the sandboxed build wrote it; root copies it)."""
+    return path.resolve() == top.resolve() / path.relative_to(top) and path.is_file() and not path.is_symlink()
 
 
 _ERROR = re.compile(r"^(?P<path>[^\s:]+):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$", re.M)
@@ -111,7 +167,7 @@ def _relative(path: str, src: Path) -> str:
 
 
 def _env(out: Path) -> dict[str, str]:
-    return {**_REPRO, "CCACHE_DIR": str(out.parent / "ccache"), "CCACHE_BASEDIR": str(out.parent)}
+    return {**_REPRO, "CCACHE_DIR": str(_ccache(out)), "CCACHE_BASEDIR": str(out.parent)}
 
 
 def _tail(text: str, lines: int = 60) -> str:

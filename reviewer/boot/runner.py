@@ -9,11 +9,13 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import os
 import shutil
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviewer import private
 from reviewer.boot import ab, kconfig, qemu, srctree
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
@@ -80,10 +82,18 @@ def _side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], c
     if image.is_file():
         return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
     srctree.checkout(git, commit, cache / "src")
-    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout)
+    # A build a second Ctrl-C or SIGKILL cut short leaves half-written objects that look up to date: start over.
+    building = cache / f"build-{env}.building"
+    if building.exists():
+        shutil.rmtree(cache / f"build-{env}", ignore_errors=True)
+    building.touch()
+    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout, hide=(git,))  # the user's repository: out of the sandbox's sight
+    building.unlink(missing_ok=True)
     if b.ok and b.image is not None:
         image.parent.mkdir(exist_ok=True)
-        shutil.copyfile(b.image, image)
+        partial = image.with_name(f".{image.name}.{os.getpid()}.tmp")  # never a truncated cached image
+        shutil.copyfile(b.image, partial)
+        os.replace(partial, image)
         _prune(image.parent)
         b = kconfig.Build(True, b.seconds, image, lines, b.log, problems=b.problems)
     return ab.Side(tree, env, b)
@@ -99,7 +109,7 @@ def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, pat
             if side.build.image is None or (n and not _again(done[tree])):
                 continue
             log = logs / f"boot-{tree}-{side.env}{f'-{n + 1}' if n else ''}.log"
-            logs.mkdir(parents=True, exist_ok=True)
+            private.make_dir(logs)  # console logs: the user's eyes only (700; proc.watch writes them 600)
             done[tree].append(qemu.boot(side.build.image, timeout, log))
             paths.setdefault(f"{tree}/{side.env}", str(log))
     return {tree: ab.Side(s.tree, s.env, s.build, tuple(done[tree])) for tree, s in sides.items()}

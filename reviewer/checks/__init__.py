@@ -30,8 +30,10 @@ from reviewer.checks import (
     patch_encoding,
     selftest_registered,
     series_complete,
+    source_file_built,
     spdx_header,
     subject_format,
+    syscall_cond,
 )
 from reviewer.model import Finding, Level, Series
 from reviewer.rules.engine import BaseTree
@@ -65,7 +67,7 @@ def _check(module: ModuleType) -> Check:
 CHECKS: dict[str, Check] = {c.id: c for c in map(_check, (
     series_complete, author_signoff, patch_encoding, fixes_tag, subject_format, change_id, changelog,
     cover_letter, base_commit, spdx_header, kconfig_symbol_exists, kconfig_symbol_removed, selftest_registered, doc_toctree,
-    maintainers_coverage, attestation, dropped_trailers,
+    maintainers_coverage, attestation, dropped_trailers, source_file_built, syscall_cond,
 ))}
 
 

@@ -5,6 +5,9 @@ second after a `#!` line), and scripts/spdxcheck.py and checkpatch parse only th
 `// SPDX...` or `/* SPDX... */` in .c, `/* SPDX... */` in .h, .S and .lds.S (the assembler and
 linker script preprocessors choke on //), `# SPDX...` in Makefile, Kbuild, Kconfig, .sh, .py,
 and `.. SPDX...` in .rst.
+Build and ignore files (Makefile, Kbuild, Kconfig, *.mk, .gitignore) are read as checkpatch
+reads them, which checks no comment style there: `#SPDX-...` is accepted, and a missing line is
+only an info (`missing-build`), since upstream accepts such files without one.
 PASS: `// SPDX-License-Identifier: GPL-2.0` as the first line of a new .c file.
 FAIL: a new .h without the line (missing); `// SPDX-License-Identifier: GPL-2.0` in a .h (style).
 """
@@ -19,12 +22,14 @@ from reviewer.model import FileChange, Finding, Level, Series
 ID = "spdx-header"
 # A warning, as in checkpatch ("Missing or malformed SPDX-License-Identifier tag").
 LEVEL = Level.WARNING
+LEVELS = {"missing-build": Level.INFO}
+_BUILD = re.compile(r"Makefile|Kbuild|Kconfig.*|.*\.mk|\.gitignore")
 TAG = re.compile(r"SPDX-License-Identifier:\s*\S")
 # (file name pattern, accepted first lines, what to write)
 STYLES: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = (
     (re.compile(r".*\.c"), re.compile(r"^(//|/\*) SPDX-License-Identifier: .*?(\s*\*/)?$"), "// SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.(h|S|lds|lds\.S)"), re.compile(r"^/\* SPDX-License-Identifier: .*\*/$"), "/* SPDX-License-Identifier: <license> */"),
-    (re.compile(r"(Makefile|Kbuild|Kconfig.*|.*\.(sh|py|pl|mk|awk|tc|gitignore|ya?ml))|\.gitignore"), re.compile(r"^# SPDX-License-Identifier: "), "# SPDX-License-Identifier: <license>"),
+    (re.compile(r"(Makefile|Kbuild|Kconfig.*|.*\.(sh|py|pl|mk|awk|tc|gitignore|ya?ml))|\.gitignore"), re.compile(r"^#\s*SPDX-License-Identifier: "), "# SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.rst"), re.compile(r"^\.\. SPDX-License-Identifier: "), ".. SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.dtsi?"), re.compile(r"^(//|/\*) SPDX-License-Identifier: "), "// SPDX-License-Identifier: <license>"),
 )
@@ -39,7 +44,8 @@ def check(series: Series) -> Iterator[Finding]:
         lines = fc.added_lines()
         first = lines[1] if len(lines) > 1 and lines[0].text.startswith("#!") else (lines[0] if lines else None)
         if first is None or not TAG.search(first.text):
-            yield Finding("missing", LEVEL, f"new file {fc.path} does not start with an SPDX-License-Identifier line",
+            kind = "missing-build" if _BUILD.fullmatch(fc.path.rpartition("/")[2]) else "missing"
+            yield Finding(kind, LEVEL, f"new file {fc.path} does not start with an SPDX-License-Identifier line",
                           patch.index, fc.path, first.new_no if first else None, f"make its first line `{wanted}`")
         elif not accepted.search(first.text):
             yield Finding("style", LEVEL, f"the SPDX line of {fc.path} uses the wrong comment style", patch.index,

@@ -21,9 +21,56 @@ from importlib.metadata import PackageNotFoundError, version
 from reviewer.model import FileChange, Finding, Hunk, Level, Patch, Review, Series
 
 WIDTH = 72
-# No refolding: a long Message-ID must stay one token, not become an encoded word.
-POLICY = email.policy.SMTP.clone(linesep="\n", max_line_length=None)
 _MAX_QUOTE = 6  # hunk lines quoted per finding: enough to see what is meant
+# fetch.ensure_msgids gives a mail without a usable Message-ID one of its own, in this domain
+# (RFC 2606 keeps .invalid unused): no real reply can answer it.
+INVENTED = "@reviewer.invalid"
+HEADER_WIDTH = 78  # RFC 5322 2.1.1: lines "SHOULD" stay within 78 characters, and MUST within 998
+_MAX_LINE = 998
+_IDS = {"message-id", "in-reply-to", "references"}
+
+
+class _Policy(email.policy.EmailPolicy):
+    """Headers folded at 78 columns, the long Cc: after its commas and the Subject at its spaces; but a
+    Message-ID is never cut, and an ASCII Subject never becomes encoded words (Python's folder encodes
+    a word longer than the line, and In-Reply-To as a whole): those are folded here at their spaces."""
+
+    def fold(self, name: str, value: str) -> str:
+        return self._by_words(name, value) or super().fold(name, value)
+
+    def fold_binary(self, name: str, value: str) -> bytes:
+        folded = self._by_words(name, value)
+        return folded.encode("ascii") if folded else super().fold_binary(name, value)
+
+    def _by_words(self, name: str, value: str) -> str | None:
+        text = str(value)
+        if not text.isascii() or (name.lower() not in _IDS and name.lower() != "subject"):
+            return None
+        lines = fold_words(f"{name}: {text}", HEADER_WIDTH, len(name) + 2)
+        if any(len(line) > _MAX_LINE for line in lines):  # a word longer than SMTP allows: encoded words cut it
+            return None
+        return self.linesep.join(lines) + self.linesep
+
+
+POLICY = _Policy(linesep="\n", max_line_length=HEADER_WIDTH)  # email.policy.SMTP, with our folding
+
+
+def fold_words(text: str, width: int, start: int = 0) -> list[str]:
+    """TEXT cut into lines before spaces (each later line starts with the space: RFC 5322 folding, so
+    joining them back gives TEXT), as few as keep each within WIDTH; a longer word stays whole. Spaces
+    before START (after `Name:`) are not break points."""
+    lines, begin, last = [], 0, None
+    for i, ch in enumerate(text):
+        if ch != " " or i < start:
+            continue
+        if i - begin > width and last is not None:
+            lines.append(text[begin:last])
+            begin = last
+        last = i if i > begin else None
+    if len(text) - begin > width and last is not None:
+        lines.append(text[begin:last])
+        begin = last
+    return [*lines, text[begin:]]
 
 
 class ReplyPolicy(StrEnum):
@@ -40,6 +87,7 @@ class ReplyOptions:
     date: dt.datetime | None = None  # fixed in tests; default now
     make_msgid: Callable[[], str] | None = None  # fixed in tests; default email.utils.make_msgid
     signature: str = field(default_factory=lambda: f"reviewer {_version()}")
+    in_reply_to: str | None = None  # --in-reply-to: the real Message-ID to answer (without <>)
 
 
 def reply(review: Review, opts: ReplyOptions) -> EmailMessage:
@@ -137,13 +185,40 @@ def _patch_section(review: Review, p: Patch, s: Series) -> list[str]:
     if not found:
         return []
     head = f"[{p.index}/{s.total}] {p.subject}" if s.total > 1 else p.subject
-    return [head, *(_finding_block(f, p) for f in found)]
+    # checkpatch's own reports (those no check of ours shares) go in one block, as a maintainer pastes
+    # checkpatch's output; the others each under the hunk lines they are about, one quote per fact.
+    alone = [f for f in found if _checkpatch_only(f)]
+    block = ["checkpatch.pl says:\n\n" + "\n\n".join(_checkpatch_report(f) for f in alone)] if alone else []
+    # Facts about the same hunk share one quote: the longest of theirs.
+    groups: dict[tuple[str, ...], tuple[list[str], list[Finding]]] = {}
+    for f in found:
+        if not _checkpatch_only(f):
+            quote = quote_lines(f, p)
+            key = tuple(quote[:2]) if len(quote) > 2 and quote[1].startswith("@@") else tuple(quote) or (f"#{id(f)}",)
+            kept, facts = groups.get(key, (quote, []))
+            groups[key] = (quote if len(quote) > len(kept) else kept, [*facts, f])
+    return [head, *(_quoted_block(q, fs) for q, fs in groups.values()), *block]
 
 
-def _finding_block(f: Finding, p: Patch) -> str:
-    quote = quote_lines(f, p)
-    comment = _comment(f)
-    return "\n".join(f"> {q}".rstrip() for q in quote) + "\n\n" + comment if quote else comment
+def _checkpatch_only(f: Finding) -> bool:
+    return all(r.startswith("checkpatch/") for r in (f.sources or (f.rule,)))
+
+
+_CHECKPATCH_LEVEL = {Level.ERROR: "ERROR", Level.WARNING: "WARNING", Level.INFO: "CHECK"}
+
+
+def _checkpatch_report(f: Finding) -> str:
+    """One report as checkpatch.pl prints it: `WARNING: message`, `FILE: path:line:`, the line."""
+    lines = [f"{_CHECKPATCH_LEVEL[f.level]}: {f.message}"]
+    if f.path:
+        lines.append(f"FILE: {f.path}:{f.line}:" if f.line is not None else f"FILE: {f.path}")
+    lines += list(f.quote[:1])
+    return "\n".join(lines)
+
+
+def _quoted_block(quote: list[str], found: list[Finding]) -> str:
+    comments = "\n\n".join(_comment(f) for f in found)
+    return "\n".join(f"> {q}".rstrip() for q in quote) + "\n\n" + comments if quote else comments
 
 
 def _comment(f: Finding) -> str:
@@ -272,8 +347,23 @@ def _unique(addrs: list[str], seen: set[str]) -> list[str]:
     return out
 
 
+def invented_parent(msg: EmailMessage) -> str | None:
+    """The Message-ID MSG answers when the tool made it up (the mail had none), else None."""
+    parent = str(msg.get("In-Reply-To", "")).strip()
+    return parent if parent.endswith(f"{INVENTED}>") else None
+
+
+def threading_ids(parent: str, refs: tuple[str, ...], given: str | None) -> tuple[str, tuple[str, ...]]:
+    """(In-Reply-To, References) ids: GIVEN (--in-reply-to) replaces the parent, and then no made-up
+    id stays in References. Without it a made-up parent is kept, for invented_parent to find."""
+    if given is None:
+        return parent, refs
+    return given, (*(r for r in refs if not r.endswith(INVENTED) and r not in (parent, given)), given)
+
+
 def _message(opts: ReplyOptions, s: Series, subject: str, text: str, parent: str,
              refs: tuple[str, ...], to: tuple[str, ...], cc: tuple[str, ...]) -> EmailMessage:
+    parent, refs = threading_ids(parent, refs, opts.in_reply_to)
     msg = EmailMessage(policy=POLICY)
     out_to, out_cc = recipients(s, to, cc, opts.policy, opts.sender)
     msg["From"] = opts.sender
@@ -285,8 +375,16 @@ def _message(opts: ReplyOptions, s: Series, subject: str, text: str, parent: str
     msg["Message-ID"] = opts.make_msgid() if opts.make_msgid else email.utils.make_msgid(domain=_domain(opts.sender))
     msg["In-Reply-To"] = f"<{parent}>"
     msg["References"] = " ".join(f"<{r}>" for r in refs)
-    msg.set_content(text, charset="utf-8", cte="8bit" if not text.isascii() else "7bit")
+    msg.set_content(text, charset="utf-8", cte=_cte(text))
     return msg
+
+
+def _cte(text: str) -> str:
+    """7bit or 8bit, unless a line (a quoted hunk line is never wrapped) is longer than SMTP's 998
+    octets: then quoted-printable, which may cut it."""
+    if any(len(line.encode()) > _MAX_LINE for line in text.splitlines()):
+        return "quoted-printable"
+    return "7bit" if text.isascii() else "8bit"
 
 
 def _domain(sender: str) -> str:

@@ -124,6 +124,7 @@ def _finding(f: Finding) -> dict[str, Any]:
         "message": f.message,
         "hint": f.hint,
         "quote": list(f.quote),
+        "sources": list(f.sources or (f.rule,)),
     }
 
 

@@ -110,7 +110,7 @@ def _findings(findings: Iterable[Finding], series: Series | None) -> RenderableT
         lines.append(location(f, total) + ": ")
         lines.append(f"[{f.level}]", style=_STYLE[f.level])
         lines.append(f" {f.message} ")
-        lines.append(f"({f.rule})", style="dim")
+        lines.append(f"({', '.join(f.sources or (f.rule,))})", style="dim")
         lines.append("\n")
         for q in f.quote:
             lines.append(f"    {q}\n", style="dim")

@@ -7,7 +7,7 @@ The engine, not the rule file, stamps the finding's rule id and level.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import reduce
 from itertools import product
@@ -295,6 +295,10 @@ def _file_hits(cond: Condition, fc: FileChange, caps: dict[str, str], index: int
 # --- the requirements ----------------------------------------------------------------------
 
 def _verdict(rule: Rule, req: Requirement, hit: Hit, index: _Index, found: Found, base: BaseTree | None) -> Finding | None:
+    if req.applies_if_base_has is not None and not _base_has(base, req.applies_if_base_has):
+        return None  # not this tree's convention (or no tree to tell): nothing to say
+    if req.applies_if_series_has is not None and not any(req.applies_if_series_has.fullmatch(fc.path) for _, fc in index.changes):
+        return None
     caps = dict(hit.captures)
     where = satisfied_at(req, caps, index, found)
     if where is not None and (where <= hit.patch or not req.bisect):
@@ -310,6 +314,10 @@ def _verdict(rule: Rule, req: Requirement, hit: Hit, index: _Index, found: Found
     if req.or_in_base and base is None:
         return _finding(rule, req, hit, Level.INFO, f"unverified: {message} (no kernel tree to check the base against)", path)
     return _finding(rule, req, hit, req.level or rule.level, message, path)
+
+
+def _base_has(base: BaseTree | None, pattern: re.Pattern[str]) -> bool:
+    return base is not None and any(pattern.fullmatch(p) for p in base.paths())
 
 
 def _finding(rule: Rule, req: Requirement, hit: Hit, level: Level, message: str, path: str) -> Finding:
@@ -368,10 +376,11 @@ def in_base(req: Requirement, caps: dict[str, str], base: BaseTree, index: _Inde
 
 
 def _literal(req: Requirement, caps: dict[str, str]) -> str | None:
-    """The longest capture value the required line must contain verbatim, if any."""
+    """The longest capture value the required line must contain verbatim, if any (an aliased one need not)."""
     if req.added_line is None:
         return None
-    values = [caps[name] for name in PLACEHOLDER.findall(req.added_line) if caps.get(name)]
+    values = [caps[name] for name in PLACEHOLDER.findall(req.added_line)
+              if caps.get(name) and not req.aliases.get(name, {}).get(caps[name])]
     return max(values, key=len, default=None)
 
 
@@ -386,18 +395,22 @@ def _base_file_meets(req: Requirement, path: str, line_re: re.Pattern[str] | Non
 
 def _line_regex(req: Requirement, caps: dict[str, str], index: _Index) -> re.Pattern[str] | None:
     template = req.added_line if req.added_line is not None else req.removed_line
-    return None if template is None else index.regex(interpolate(template, caps, regex=True))
+    return None if template is None else index.regex(interpolate(template, caps, regex=True, aliases=req.aliases))
 
 
 # --- templates -----------------------------------------------------------------------------
 
-def interpolate(template: str, caps: dict[str, str], regex: bool) -> str:
-    """Fill {name}: escaped in a regex; a capture the trigger did not set matches any path segment."""
+def interpolate(template: str, caps: dict[str, str], regex: bool,
+                aliases: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> str:
+    """Fill {name}: escaped in a regex (any of its ALIASES too); a capture the trigger did not set matches any path segment."""
     def fill(m: re.Match[str]) -> str:
         value = caps.get(m.group(1))
         if value is None:
             return "[^/]*" if regex else m.group(0)
-        return re.escape(value) if regex else value
+        if not regex:
+            return value
+        others = (aliases or {}).get(m.group(1), {}).get(value, ())
+        return f"(?:{'|'.join(re.escape(v) for v in (value, *others))})" if others else re.escape(value)
 
     return PLACEHOLDER.sub(fill, template)
 

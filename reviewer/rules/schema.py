@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -54,6 +54,13 @@ class Requirement:
     level: Level | None = None
     hint: str | None = None
     bisect: bool = True
+    # The requirement holds only for base trees with a path matching this (an anchored regex):
+    # the tree's own convention, e.g. `^tools/arch/[^/]+/vdso$` (6.11's symlinks; 6.12 has none).
+    applies_if_base_has: re.Pattern[str] | None = None
+    applies_if_series_has: re.Pattern[str] | None = None  # the same, for the paths the series changes
+    # Other names a captured value goes by in the lines this requirement reads, per capture:
+    # {"arch": {"s390": ("s390x",), "arm64": ("aarch64",)}}: `{arch}` in added_line then matches any.
+    aliases: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -239,10 +246,25 @@ def _requirement(table: _Table, rule: Rule) -> Requirement:
         level=Level(table.choice("level", tuple(lv.value for lv in Level))) if level is not None else None,
         hint=_template(table, "hint", rule, regex=False),
         bisect=table.get("bisect", bool, True),
+        applies_if_base_has=table.regex("applies_if_base_has"),
+        applies_if_series_has=table.regex("applies_if_series_has"),
+        aliases=_aliases(table, rule),
     )
     table.done()
     _check_requirement(table, req)
     return req
+
+
+def _aliases(table: _Table, rule: Rule) -> dict[str, dict[str, tuple[str, ...]]]:
+    data = table.get("aliases", dict, {})
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for name, values in data.items():
+        if name not in rule.captures:
+            table.fail(f"{name!r} is not a capture of the trigger (known: {', '.join(sorted(rule.captures)) or 'none'})", "aliases")
+        if not isinstance(values, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in values.values()):
+            table.fail(f"aliases.{name}: expected a table of value = [other names]", "aliases")
+        out[name] = {value: tuple(others) for value, others in values.items()}
+    return out
 
 
 def _check_requirement(table: _Table, req: Requirement) -> None:

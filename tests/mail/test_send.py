@@ -1,10 +1,14 @@
 """`review --send` against a real SMTP server on 127.0.0.1 (aiosmtpd), and a sendmail command."""
 from __future__ import annotations
 
+import contextlib
 import email
 import email.policy
+import email.utils
 import socket
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -156,7 +160,7 @@ def test_confirmation_and_dry_run(tmp_path: Path, smtp: tuple[Inbox, int]) -> No
     inbox, port = smtp
     repo = _repo(tmp_path, port)
     asks = review(SERIES_DEMO, "--send", cwd=repo, stdin=b"", tmp=tmp_path / "tmp")
-    asks.assert_one_line_error(ExitStatus.USAGE, "--send asks for confirmation")
+    asks.assert_one_line_error(ExitStatus.CONFIG, "--send asks for confirmation")  # before the review (tests/cli/test_preflight.py)
     dry = review(SERIES_DEMO, "--dry-run", cwd=repo, tmp=tmp_path / "tmp")
     assert dry.rc == ExitStatus.OK, dry.stderr
     assert "\nSubject: Re: [PATCH v4 0/4]" in dry.stdout and "Series" in dry.stdout
@@ -177,7 +181,7 @@ def test_sendmail_cmd(tmp_path: Path) -> None:
 def test_bad_reply_options(tmp_path: Path) -> None:
     repo = _repo(tmp_path, 1)
     review(SERIES_DEMO, "--trailer", "Tested-by: X <x@example.org>", cwd=repo, tmp=tmp_path / "t1").assert_one_line_error(
-        ExitStatus.USAGE, "--per-patch and --trailer shape a reply")
+        ExitStatus.USAGE, "--trailer and --in-reply-to shape a reply: add --reply FILE")
     review(SERIES_DEMO, "--reply", "-", "--trailer", "nonsense", cwd=repo, tmp=tmp_path / "t2").assert_one_line_error(
         ExitStatus.USAGE, "--trailer 'nonsense'")
     subprocess.run(["git", "-C", str(repo), "config", "--unset", "user.email"], check=True)
@@ -187,6 +191,166 @@ def test_bad_reply_options(tmp_path: Path) -> None:
     review(SERIES_DEMO, "--send", "--yes", cwd=repo, tmp=tmp_path / "t4").assert_one_line_error(ExitStatus.CONFIG, "smtpEncryption")
 
 
+# --- long headers are folded (RFC 5322: lines of 78 preferred, 998 at most) ---------------------
+
+SOLO = SERIES / "single-patch.mbox"
+LONG_SUBJECT = "[PATCH] mm/dmapool: " + " ".join(f"word{i:02d}" for i in range(30)) + " and_a_token_" + "x" * 60
+MANY_CC = [f"Reviewer Number {i:02d} <reviewer.{i:02d}@lists.example.org>" for i in range(36)] + [
+    '"Doe, Jane" <jane.doe@example.org>', "Jörg Müller <joerg@example.org>", "Łukasz Żółw <lukasz@example.org>",
+    "nobody-with-a-rather-long-mailbox-name-that-goes-on@subsystem.lists.example.org"]
 
 
+def _long_headers_mbox(dest: Path) -> Path:
+    """single-patch.mbox with a 200-character Subject and 40 Cc addresses (each folded as a mail client would)."""
+    text = SOLO.read_text()
+    assert len(LONG_SUBJECT) >= 200 and len(MANY_CC) == 40
+    cc = "Cc: " + ",\n ".join(MANY_CC)
+    subject = "Subject: " + LONG_SUBJECT.replace(" word15 ", "\n word15 ")
+    text = text.replace("Cc: Paula Pool <ppool@example.org>", cc).replace("Subject: [PATCH] mm/dmapool: Document the free list head", subject)
+    dest.write_text(text)
+    return dest
 
+
+def _header_lines(data: bytes) -> list[bytes]:
+    return data.replace(b"\r\n", b"\n").split(b"\n\n", 1)[0].split(b"\n")
+
+
+def _same_headers(data: bytes, tmp_path: Path) -> None:
+    """Every header line is within 78 characters (the Subject's 60-character token allows a little more;
+    never 998), and Python's parser and git mailinfo read back exactly the addresses and the subject."""
+    lines = _header_lines(data)
+    assert max(len(ln) for ln in lines) <= 998
+    long = [ln for ln in lines if len(ln) > 78]
+    assert all(len(ln.split()) == 1 for ln in long), long  # only a word that no fold can cut (the long mailbox)
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    want = [email.utils.parseaddr(a)[1] for a in MANY_CC]
+    got = [a.addr_spec for a in msg["Cc"].addresses]
+    assert got == ["linux-mm@lists.example.org", *want]
+    names = {a.addr_spec: a.display_name for a in msg["Cc"].addresses}
+    assert names["joerg@example.org"] == "Jörg Müller" and names["jane.doe@example.org"] == "Doe, Jane"
+    assert msg["Subject"] == f"Re: {LONG_SUBJECT}"
+    assert msg["In-Reply-To"] == "<20240823182000.3131-1-solo@example.org>"
+    info = subprocess.run(["git", "mailinfo", "-k", str(tmp_path / "mi-msg"), str(tmp_path / "mi-patch")], input=data,
+                          capture_output=True, check=True, cwd=tmp_path).stdout.decode()
+    assert f"Subject: Re: {LONG_SUBJECT}\n" in info and "Email: rev@example.org\n" in info
+
+
+def test_long_headers_are_folded_in_the_reply_file(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, 1)
+    out = tmp_path / "reply.eml"
+    result = review(_long_headers_mbox(tmp_path / "long.mbox"), "--reply", out, "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    data = out.read_bytes()
+    cc = [ln for ln in _header_lines(data) if ln.startswith(b"Cc:")]
+    assert cc and len(cc[0]) <= 78  # folded: the first line holds a few addresses, the rest follow
+    _same_headers(data, tmp_path)
+
+
+def test_long_headers_arrive_intact_over_smtp(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    inbox, port = smtp
+    inbox.refuse.clear()
+    repo = _repo(tmp_path, port)
+    result = review(_long_headers_mbox(tmp_path / "long.mbox"), "--send", "--yes", "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    (sender, rcpts, data), = inbox.received
+    assert rcpts == ["solo@example.org", "linux-mm@lists.example.org", *(email.utils.parseaddr(a)[1] for a in MANY_CC)]
+    assert data.count(b"\n") == data.count(b"\r\n")  # CRLF on the wire, folded lines too
+    _same_headers(data, tmp_path)
+
+
+# --- a reply to a Message-ID the tool made up ---------------------------------------------------
+
+REAL_ID = "20240823182000.3131-1-solo@example.org"
+
+
+def _no_msgid_mbox(dest: Path) -> Path:
+    """The series as plain `git format-patch` writes it: no Message-Id (the tool makes one up)."""
+    text = SOLO.read_text()
+    assert f"Message-Id: <{REAL_ID}>\n" in text
+    dest.write_text(text.replace(f"Message-Id: <{REAL_ID}>\n", ""))
+    return dest
+
+
+def test_a_made_up_parent_is_written_with_a_warning(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, 1)
+    out = tmp_path / "reply.eml"
+    result = review(_no_msgid_mbox(tmp_path / "solo.mbox"), "--reply", out, "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    warning = [ln for ln in result.stderr.splitlines() if ln.startswith("review: warning:")]
+    assert len(warning) == 1 and "a Message-ID the tool made up" in warning[0] and "--in-reply-to" in warning[0], result.stderr
+    msg = email.message_from_bytes(out.read_bytes(), policy=email.policy.default)
+    assert msg["In-Reply-To"].endswith("@reviewer.invalid>") and msg["In-Reply-To"] in warning[0]
+
+
+def test_a_made_up_parent_is_not_sent(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    inbox, port = smtp
+    inbox.refuse.clear()
+    repo = _repo(tmp_path, port)
+    result = review(_no_msgid_mbox(tmp_path / "solo.mbox"), "--send", "--yes", "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    err = [ln for ln in result.stderr.splitlines() if ln.startswith("review: error")]
+    assert result.rc == ExitStatus.FETCH and len(err) == 1, result.stderr
+    assert "@reviewer.invalid>, a Message-ID the tool made up" in err[0] and "not sent" in err[0]
+    assert "--in-reply-to" in result.stderr
+    assert inbox.received == [] and len(_unsent()) == 1
+
+
+def test_in_reply_to_gives_the_real_parent(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    inbox, port = smtp
+    inbox.refuse.clear()
+    repo = _repo(tmp_path, port)
+    result = review(_no_msgid_mbox(tmp_path / "solo.mbox"), "--send", "--yes", "--in-reply-to", f"https://lore.kernel.org/linux-mm/{REAL_ID}/",
+                    "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    assert "warning" not in result.stderr
+    (_, _, data), = inbox.received
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    assert msg["In-Reply-To"] == msg["References"] == f"<{REAL_ID}>"
+    assert b"reviewer.invalid" not in data
+
+
+def test_in_reply_to_shapes_one_reply_only(tmp_path: Path) -> None:
+    repo = _repo(tmp_path, 1)
+    review(SOLO, "--in-reply-to", f"<{REAL_ID}>", cwd=repo, tmp=tmp_path / "t1").assert_one_line_error(
+        ExitStatus.USAGE, "--trailer and --in-reply-to shape a reply: add --reply FILE")
+    review(SOLO, "--reply", "-", "--per-patch", "--in-reply-to", f"<{REAL_ID}>", cwd=repo, tmp=tmp_path / "t2").assert_one_line_error(
+        ExitStatus.USAGE, "--in-reply-to names one message")
+    review(SOLO, "--reply", "-", "--in-reply-to", "20240823182000.3131-1-solo", cwd=repo, tmp=tmp_path / "t3").assert_one_line_error(
+        ExitStatus.USAGE, "not a Message-ID")
+
+
+# --- the SMTP conversation has a deadline -----------------------------------------------------------
+
+
+@pytest.fixture
+def dribbling_smtp() -> Iterator[int]:
+    """An SMTP server that sends its greeting one byte a second: no read ever times out."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            conn, _ = listener.accept()
+            with conn:
+                for byte in b"220 slow.example.org ESMTP at a byte a second\r\n":
+                    conn.sendall(bytes([byte]))
+                    if stop.wait(1):
+                        return
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield int(listener.getsockname()[1])
+    stop.set()
+    listener.close()
+
+
+def test_a_byte_a_second_smtp_server_hits_the_deadline(tmp_path: Path, dribbling_smtp: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_SMTP_DEADLINE", "2")
+    repo = _repo(tmp_path, dribbling_smtp)
+    start = time.monotonic()
+    result = review(SOLO, "--send", "--yes", "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
+    took = time.monotonic() - start
+    err = [ln for ln in result.stderr.splitlines() if ln.startswith("review: error")]
+    assert result.rc == ExitStatus.FETCH and len(err) == 1, result.stderr
+    assert f"127.0.0.1:{dribbling_smtp}: the SMTP conversation did not end within the 2 s deadline (REVIEWER_SMTP_DEADLINE)" in err[0]
+    assert took < 2 + 3, took  # the deadline, and the command's own start-up and review
+    assert len(_unsent()) == 1

@@ -201,9 +201,14 @@ def test_end_of_patch_checks_on_otherwise_clean_patches_reach_the_review(linux: 
     result = review_cli(mbox, "--tree", linux, "--no-tests", "--format", "json", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.FINDINGS, result.stderr
     found = result.json()["findings"]
-    checkpatch = sorted((f["patch"], f["rule"], f["level"]) for f in found if f["rule"].startswith("checkpatch/"))
+    # Every report of every source, with its patch and the finding's level (reviewer/merge.py makes
+    # our sign-off finding and checkpatch's one finding naming both).
+    said = sorted((f["patch"] or 0, r, f["level"]) for f in found for r in f["sources"])
+    checkpatch = [s for s in said if s[1].startswith("checkpatch/")]
     assert checkpatch == [(2, "checkpatch/MISSING_FIXES_TAG", "warning"), (3, "checkpatch/FROM_SIGN_OFF_MISMATCH", "warning"),
                           (4, "checkpatch/MISSING_SIGN_OFF", "error"), (5, "checkpatch/NO_AUTHOR_SIGN_OFF", "error")]
-    ours = sorted((f["patch"], f["rule"], f["level"]) for f in found if f["rule"].startswith("author-signoff"))
+    ours = [s for s in said if s[1].startswith("author-signoff")]
     assert ours == [(3, "author-signoff/subaddress", "warning"), (4, "author-signoff", "error"), (5, "author-signoff", "error")]
+    merged = [f["sources"] for f in found if len(f["sources"]) > 1]
+    assert len(merged) == 3, merged  # patches 3, 4 and 5: one finding each, not two
     result.assert_nothing_left()

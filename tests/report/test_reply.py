@@ -96,11 +96,12 @@ def test_no_select_quotes_the_hunk(cases: dict[str, bytes]) -> None:
     assert "> diff --git a/arch/loongarch/Kconfig b/arch/loongarch/Kconfig\n> @@ -23,6 +23,7 @@ config LOONGARCH\n" in text
     assert ">  \tselect USER_STACKTRACE_SUPPORT\n> +\t# select VDSO_GETRANDOM\n" in text
     assert "In-Reply-To: <20240816110717.10249-1-xry111@example.org>" in text
-    assert "Subject: Re: [PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation" in text
+    assert email.message_from_string(text, policy=email.policy.default)["Subject"] == "Re: [PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation"
     per_patch = cases["reply-no-select-per-patch.eml"].decode()
     assert per_patch.count("\nFrom: Rev Iewer") + per_patch.startswith("From: ") == 1  # only patch 1 has findings
     assert "In-Reply-To: <20240816110717.10249-2-xry111@example.org>" in per_patch
-    assert "References: <20240816110717.10249-1-xry111@example.org> <20240816110717.10249-2-xry111@example.org>" in per_patch
+    refs = email.message_from_string(per_patch, policy=email.policy.default)["References"]
+    assert refs.split() == ["<20240816110717.10249-1-xry111@example.org>", "<20240816110717.10249-2-xry111@example.org>"]
 
 
 def test_recipients_by_policy(tmp_path: Path) -> None:

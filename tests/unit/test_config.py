@@ -24,13 +24,14 @@ def repo(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_git_config(repo: Path) -> None:
-    git(repo, "config", "--add", "reviewer.rules", "/srv/rules")
-    git(repo, "config", "--add", "reviewer.rules", "/srv/more")
+def test_git_config(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    rules, more = tmp_path_factory.mktemp("rules"), tmp_path_factory.mktemp("more")
+    git(repo, "config", "--add", "reviewer.rules", str(rules))
+    git(repo, "config", "--add", "reviewer.rules", str(more))
     git(repo, "config", "--add", "reviewer.disable", "cover-letter")
     git(repo, "config", "reviewer.level.subject-format", "info")
     cfg = config.load(repo)
-    assert cfg.rule_dirs == (Path("/srv/rules"), Path("/srv/more"))
+    assert cfg.rule_dirs == (rules, more)
     assert cfg.disable == {"cover-letter"}
     assert [(f.rule, f.level) for f in config.apply(cfg, FINDINGS)] == [
         ("subject-format/prefix", Level.INFO), ("vdso-getrandom-new-arch/tools-arch-symlink", Level.WARNING)]
@@ -78,7 +79,7 @@ def test_validate_ids() -> None:
 
 def test_list_rules_shows_rules_and_checks() -> None:
     text = list_rules()
-    for fragment in ("syscall-wiring [error] (rule", "requires syscall-wiring/cond-syscall [error]",
+    for fragment in ("syscall-wiring [error] (rule", "requires syscall-wiring/prototype [error]", "syscall-cond [error] (check)",
                      "fixes-tag [error] (check)", "level fixes-tag/unknown: warning", "PASS:", "why:"):
         assert fragment in text
 
@@ -89,3 +90,72 @@ def test_check_rules_dir(tmp_path: Path) -> None:
         check_rules_dir(tmp_path)
     (tmp_path / "x.toml").write_text('schema = 1\nid = "x"\nlevel = "info"\nsummary = "s"\nwhy = "w"\n[trigger]\nany_of = [{ path = "a" }]\n')
     assert check_rules_dir(tmp_path) == [f"{tmp_path / 'x.toml'}: ok (x, 0 requirements)"]
+
+
+def test_every_documented_key_is_known(repo: Path, tmp_path: Path) -> None:
+    """The keys the README documents load; their spelling does not matter to git (nor to us)."""
+    for key, value in [("reviewer.rules", str(tmp_path)), ("reviewer.disable", "cover-letter"), ("reviewer.level.changelog", "info"),
+                       ("reviewer.checkpatchIgnore", "LONG_LINE"), ("reviewer.reuseWorktrees", "false"), ("reviewer.logDir", "logs"),
+                       ("reviewer.resultCache", "true"), ("reviewer.LOREURL", "https://lore.kernel.org/all/"), ("reviewer.cacheminutes", "0")]:
+        git(repo, "config", "--add", key, value)
+    assert config.load(repo).disable == {"cover-letter"}
+
+
+@pytest.mark.parametrize(("key", "value", "message", "hint"), [
+    ("reviewer.cachMinutes", "5", "git config reviewer.cachminutes: unknown key", "did you mean reviewer.cacheMinutes?"),
+    ("reviewer.loreurl2", "x", "git config reviewer.loreurl2: unknown key", "did you mean reviewer.loreUrl?"),
+    ("reviewer.levels.changelog", "info", "git config reviewer.levels.changelog: unknown key", "reviewer.level.<id>"),
+    ("reviewer.level", "info", "git config reviewer.level: unknown key", "did you mean reviewer.level.<id>?"),
+    ("reviewer.cacheMinutes", "-3", "git config reviewer.cacheMinutes: expected a number of minutes (0 or more), got '-3'", "0: always fetch"),
+    ("reviewer.cacheMinutes", "inf", "expected a number of minutes (0 or more), got 'inf'", ""),
+    ("reviewer.loreUrl", "ftp://lore.kernel.org/all/", "git config reviewer.loreUrl: expected an http:// or https:// URL", ""),
+    ("reviewer.loreUrl", "http://", "git config reviewer.loreUrl: expected an http:// or https:// URL", ""),
+    ("reviewer.rules", "/nonexistent/rules", "git config reviewer.rules /nonexistent/rules: no such directory", ""),
+])
+def test_unknown_keys_and_bad_values(repo: Path, key: str, value: str, message: str, hint: str) -> None:
+    git(repo, "config", key, value)
+    with pytest.raises(ConfigError) as exc:
+        config.load(repo)
+    assert message in exc.value.message and hint in exc.value.hint
+
+
+def test_missing_directories_are_named(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x\n")
+    with pytest.raises(ConfigError, match=r"^-C .*/gone: no such directory$"):
+        config.load(tmp_path / "gone")
+    with pytest.raises(ConfigError, match=r"^--tree .*/file: not a directory$"):
+        config.load(tmp_path, tmp_path / "file")
+
+
+@pytest.mark.parametrize(("name", "value", "expected"), [
+    ("REVIEWER_LORE_RETRIES", "", 3), ("REVIEWER_LORE_RETRIES", "0", 0), ("REVIEWER_LORE_RETRIES", " 5 ", 5),
+    ("REVIEWER_LORE_BACKOFF", "0", 0.0), ("REVIEWER_LORE_TIMEOUT", "0.5", 0.5), ("REVIEWER_LORE_DEADLINE", "", 120.0),
+    ("REVIEWER_SMTP_DEADLINE", "30", 30.0),
+])
+def test_environment_numbers(monkeypatch: pytest.MonkeyPatch, name: str, value: str, expected: float) -> None:
+    monkeypatch.setenv(name, value)
+    assert config.env_number(name) == expected
+    config.check_environment()
+
+
+@pytest.mark.parametrize(("name", "value", "expect"), [
+    ("REVIEWER_LORE_RETRIES", "-1", "a whole number, 0 or more"), ("REVIEWER_LORE_RETRIES", "three", "a whole number"),
+    ("REVIEWER_LORE_BACKOFF", "-0.5", "a number of seconds, 0 or more"), ("REVIEWER_LORE_TIMEOUT", "0", "above 0"),
+    ("REVIEWER_LORE_DEADLINE", "1e999", "above 0"), ("REVIEWER_SMTP_DEADLINE", "NaN", "above 0"),
+    ("REVIEWER_BOOT_ACCEL", "TCG", "expected tcg"),
+])
+def test_bad_environment_names_the_variable(monkeypatch: pytest.MonkeyPatch, name: str, value: str, expect: str) -> None:
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError) as exc:
+        config.check_environment()
+    assert exc.value.message.startswith(f"{name}={value!r}: expected") and expect in exc.value.message
+    assert exc.value.hint == f"fix or unset {name} in the environment"
+
+
+def test_bad_boot_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x\n")
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "file"))
+    with pytest.raises(ConfigError, match="REVIEWER_BOOT_CACHE=.*: not a directory"):
+        config.check_environment()
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "not-yet"))  # made when first needed
+    config.check_environment()

@@ -267,3 +267,104 @@ def test_a_header_without_hunks_is_no_diff_as_for_git(tmp_path: Path) -> None:
     message, diff = split_message((DIFFS / "no-hunk-header.mbox").read_text().split("\n\n", 1)[1])
     assert message.endswith("Signed-off-by: New Comer <new.comer@example.org>\n") and diff.startswith("--- linux.orig/")
     assert read_diff(diff) == ParsedDiff(())
+
+
+# --- git's quoted file names (core.quotePath) ---------------------------------------------------
+
+QUOTED_NAMES = ["dir/über.c", "sp ace.c", 'qu"ote.c', "back\\slash.c", "tab\there.c", "日本.h"]
+
+
+@pytest.fixture
+def quoted_patch(tmp_path: Path) -> tuple[Path, str]:
+    """A real format-patch (core.quotePath=true, git's default) that adds, modifies, renames and deletes
+    files whose names git quotes: non-ASCII bytes as octal, a quote, a backslash, a tab; and a space."""
+    repo = tmp_path / "q"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "dir").mkdir()
+    for i, name in enumerate(QUOTED_NAMES):
+        (repo / name).write_text("".join(f"line {i}.{n}\n" for n in range(8)))
+    (repo / "plain.c").write_text("x\n")
+    _commit_all(repo, "base")
+    with (repo / "dir/über.c").open("a") as fh:
+        fh.write("one more\n")
+    git(repo, "mv", "sp ace.c", "dir/ä b.c")
+    git(repo, "mv", 'qu"ote.c', "dir/ö.c")
+    (repo / "dir/ö.c").write_text((repo / "dir/ö.c").read_text().replace("line 2.3", "line two.3"))
+    (repo / "back\\slash.c").unlink()
+    (repo / "neu-ß.c").write_text("new\n")
+    _commit_all(repo, "quoted names")
+    patch = git(repo, "-c", "core.quotePath=true", "format-patch", "-1", "-M", "--stdout")
+    assert '"a/dir/\\303\\274ber.c"' in patch and 'rename from "qu\\"ote.c"' in patch  # git did quote them
+    return repo, patch
+
+
+def test_quoted_names_are_the_names_git_means(quoted_patch: tuple[Path, str]) -> None:
+    """Every path as `git diff --name-status -z` (NUL-separated, never quoted) names it."""
+    repo, patch = quoted_patch
+    fields = git(repo, "diff", "--name-status", "-z", "-M", "HEAD~1", "HEAD").split("\0")
+    want, i = set(), 0
+    while i < len(fields) - 1:
+        status = fields[i][0]
+        if status in "RC":
+            want.add((status, fields[i + 1], fields[i + 2]))
+            i += 3
+        else:
+            want.add((status, None if status == "A" else fields[i + 1], None if status == "D" else fields[i + 1]))
+            i += 2
+    letter = {Change.ADDED: "A", Change.DELETED: "D", Change.MODIFIED: "M", Change.RENAMED: "R", Change.COPIED: "C"}
+    got = {(letter[f.change], f.old_path, None if f.change is Change.DELETED else f.path) for f in parse_diff(split_message(patch)[1])}
+    assert got == want
+    assert not any("\\" in p and p != "back\\slash.c" for f in parse_diff(split_message(patch)[1]) for p in (f.path, f.old_path) if p)
+
+
+def test_quoted_names_count_as_git_apply_counts(quoted_patch: tuple[Path, str], tmp_path: Path) -> None:
+    """`git apply --numstat -z`: the same files (unquoted), the same counts; also for the traditional
+    `--- "a/..."` form of the same diff (no `diff --git` header), which git apply unquotes too."""
+    repo, patch = quoted_patch
+    diff = split_message(patch)[1]
+    assert _numstat_z(diff, tmp_path) == {f.path: (f.added, f.removed) for f in parse_diff(diff)}
+    sections = [s for s in re.split(r"(?m)^(?=diff --git )", diff) if s.startswith("diff --git ") and "\n--- \"a/" in s]
+    traditional = "".join(s[s.index("\n--- ") + 1 :] for s in sections if "\n+++ \"b/" in s)
+    assert traditional.count("\n+++ ") >= 2
+    assert _numstat_z(traditional, tmp_path) == {f.path: (f.added, f.removed) for f in parse_diff(traditional)}
+
+
+def _numstat_z(diff: str, cwd: Path) -> dict[str, tuple[int, int]]:
+    out = subprocess.run(["git", "apply", "--numstat", "-z", "-"], input=diff.encode(), capture_output=True, check=True, cwd=cwd).stdout
+    rows: dict[str, tuple[int, int]] = {}
+    fields = out.decode().split("\0")
+    i = 0
+    while i < len(fields) - 1:
+        add, rem, path = fields[i].split("\t", 2)
+        if path:  # a plain entry; a rename is "add\trem\t" then the old and the new name
+            rows[path] = (int(add), int(rem))
+            i += 1
+        else:
+            rows[fields[i + 2]] = (int(add), int(rem))
+            i += 3
+    return rows
+
+
+def test_a_failed_apply_names_the_file_and_hunk_unquoted(quoted_patch: tuple[Path, str], tmp_path: Path) -> None:
+    """git's apply errors name the file unquoted (`error: patch failed: dir/über.c:1`): the report finds
+    the hunk of that file, and every report (JSON, terminal, reply) shows the name as it is."""
+    from reviewer.pipeline import Request, review
+    from reviewer.report import email as reply_mail
+    from reviewer.report import json as json_report
+
+    repo, patch = quoted_patch
+    git(repo, "reset", "-q", "--hard", "HEAD~1")
+    (repo / "dir/über.c").write_text((repo / "dir/über.c").read_text().replace("line 0.7", "line seven"))
+    _commit_all(repo, "a conflicting change")
+    (mbox := tmp_path / "quoted.mbox").write_text(patch)
+    result, error = review(Request(target=str(mbox), cwd=tmp_path, tree=repo, no_tests=True, checkpatch=False))
+    assert error is not None and error.status == 5, error
+    assert result.series is not None
+    hunk = next((h for f in result.series.patches[0].files if f.path == "dir/über.c" for h in f.hunks), None)
+    assert hunk is not None and f"dir/über.c: hunk {hunk.header} does not apply" in error.message, error.message
+    doc = json_report.dumps(result)
+    assert "dir/über.c" in doc or "dir/\\u00fcber.c" in doc
+    assert "\\\\303" not in doc and "\\303" not in doc
+    mail = reply_mail.as_bytes(reply_mail.reply(result, reply_mail.ReplyOptions("R <r@example.org>"))).decode()
+    assert "\\303" not in mail

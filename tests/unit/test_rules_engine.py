@@ -105,13 +105,28 @@ def test_missing_symlink_is_a_warning(demo: Series, rules: tuple[Rule, ...], bas
     assert (found.rule, found.level, found.path) == (f"{RULE}/tools-arch-symlink", Level.WARNING, "tools/arch/loongarch/vdso")
 
 
+@pytest.fixture
+def base_612(kernel_repo: Path) -> GitBaseTree:
+    """The bundled base in 6.12's convention: no tools/arch/<arch>/vdso symlink for any arch."""
+    git(kernel_repo, "rm", "-q", "tools/arch/x86/vdso")
+    git(kernel_repo, "commit", "-q", "-m", "tools/arch: drop the vdso symlinks (as 6.12 did)")
+    return GitBaseTree(kernel_repo, git(kernel_repo, "rev-parse", "HEAD").strip())
+
+
+def test_a_6_12_style_base_does_not_ask_for_the_symlink(demo: Series, rules: tuple[Rule, ...], base_612: GitBaseTree) -> None:
+    assert list(evaluate(rules, without(demo, 1, "tools/arch/loongarch/vdso"), base_612)) == []
+    # the other requirements still hold there: one finding for one missing piece
+    found = only(list(evaluate(rules, without(without(demo, 1, "tools/arch/loongarch/vdso"), 1, "Kconfig"), base_612)))
+    assert found.rule == f"{RULE}/kconfig-select"
+
+
 def test_x86_wiring_in_the_base_satisfies_or_in_base(rules: tuple[Rule, ...], base: GitBaseTree, demo: Series) -> None:
     header = added_file("arch/x86/include/asm/vdso/getrandom.h", "#ifndef __ASM_VDSO_GETRANDOM_H")
     series = replace(demo, patches=(replace(demo.patches[0], files=(header,)),))
     unverified = list(evaluate(rules, series, None))
+    # Without a tree the symlink's convention (applies_if_base_has) is unknown: nothing said of it.
     assert sorted((f.rule.split("/")[1], f.level) for f in unverified) == [
-        ("kconfig-select", Level.INFO), ("lds-export", Level.ERROR),
-        ("selftest-enable", Level.INFO), ("tools-arch-symlink", Level.INFO)]
+        ("kconfig-select", Level.INFO), ("lds-export", Level.ERROR), ("selftest-enable", Level.INFO)]
     found = only(list(evaluate(rules, series, base)))  # the base has x86's select, filter and symlink
     assert found.rule == f"{RULE}/lds-export"  # no or_in_base: the series itself must export it
 
@@ -208,3 +223,19 @@ def test_all_of_with_a_message_condition(demo: Series, tmp_path: Path) -> None:
 ])
 def test_readable(pattern: str, shown: str) -> None:
     assert readable(pattern) == shown
+
+
+@pytest.mark.parametrize(("arch", "macro"), [("arm64", "__aarch64__"), ("s390", "__s390x__"), ("loongarch", "__loongarch__")])
+def test_the_selftest_branch_names_the_compiler_macro(arch: str, macro: str, rules: tuple[Rule, ...]) -> None:
+    """`aliases`: the 6.12 branch says `#elif defined(__aarch64__)` for arm64, `__s390x__` for s390."""
+    header = added_file(f"arch/{arch}/include/asm/vdso/getrandom.h", "#ifndef __ASM_VDSO_GETRANDOM_H")
+    branch = FileChange("tools/testing/selftests/vDSO/vgetrandom-chacha.S", "tools/testing/selftests/vDSO/vgetrandom-chacha.S",
+                        Change.MODIFIED, "100644", "100644", added=1,
+                        hunks=(Hunk(1, 1, 1, 2, "", (Line(" ", "#if defined(__x86_64__)", 1, 1), Line("+", f"#elif defined({macro})", None, 2))),))
+    from reviewer.model import Patch, Person
+
+    patch = Patch(1, 1, f"{arch}: vDSO: getrandom", "1@x", Person("A", "a@x"), None, "m", "", files=(header, branch))
+    series = Series("x", 1, "1@x", patch.author, None, 1, (patch,))
+    assert "selftest-enable" not in {f.rule.split("/")[1] for f in evaluate(rules, series, None)}
+    other = replace(patch, files=(header, replace(branch, hunks=(Hunk(1, 1, 1, 2, "", (Line("+", "#elif defined(__sparc__)", None, 2),)),))))
+    assert "selftest-enable" in {f.rule.split("/")[1] for f in evaluate(rules, replace(series, patches=(other,)), None)}

@@ -61,6 +61,8 @@ def test_shipped_rules_load() -> None:
     assert vdso.selftests == ("vDSO:vdso_test_getrandom", "vDSO:vdso_test_chacha")
     assert vdso.captures == {"arch"}
     assert vdso.requires[3].level is Level.WARNING and vdso.requires[3].file == "symlink"
+    symlink = vdso.requires[3].applies_if_base_has
+    assert symlink is not None and symlink.fullmatch("tools/arch/x86/vdso") and not symlink.fullmatch("tools/arch/x86/vdso/x.S")
 
 
 def test_good_rule_loads_with_defaults(tmp_path: Path) -> None:
@@ -79,6 +81,12 @@ def test_missing_directory_has_no_rules(tmp_path: Path) -> None:
 def test_bad_regex_names_requirement_number_and_id(tmp_path: Path) -> None:
     msg = error_of(tmp_path, GOOD.replace("_getrandom;'", "_getrandom;('"))
     assert msg.startswith("rules/x.toml: [[require]] #2 (lds-export): added_line: invalid regex: ")
+
+
+def test_applies_if_base_has_is_a_regex_named_in_its_error(tmp_path: Path) -> None:
+    text = GOOD.replace("id = \"lds-export\"\n", "id = \"lds-export\"\napplies_if_base_has = '^tools/arch/(['\n", 1)
+    msg = error_of(tmp_path, text)
+    assert msg.startswith("rules/x.toml: [[require]] #2 (lds-export): applies_if_base_has: invalid regex: "), msg
 
 
 def test_unknown_key_in_trigger(tmp_path: Path) -> None:

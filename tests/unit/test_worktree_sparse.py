@@ -7,6 +7,7 @@ one a full checkout gives, and the user's repository must come out as it went in
 """
 from __future__ import annotations
 
+import os
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -169,7 +170,7 @@ def test_the_users_repository_is_left_as_it_was(repo: Path, tmp_path: Path) -> N
         worktree.apply_series(wt, series)
         assert git(repo, "worktree", "list").count("\n") == 2
         raise RuntimeError("a later stage failed")
-    assert not wt.exists() and not wt.parent.exists()
+    assert not wt.exists() and not list(wt.parent.glob(f"reviewer-*-{os.getpid()}-*"))  # nor its trash
     _apply(repo, "conflict-base", series, _touched(series))
     assert _state(repo) == before
     assert "worktreeconfig" not in git(repo, "config", "--list").lower()  # `git sparse-checkout set` would add it
