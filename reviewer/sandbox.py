@@ -7,9 +7,10 @@ Each run is `bwrap` (https://github.com/containers/bubblewrap) around a small ba
   only the trees given (the worktree being built; a kernel build's output and ccache directories)
   and the scratch (HOME and TMPDIR). The real HOME (getpwuid()'s and $HOME) is empty too.
 - the user's repository: a worktree's `.git` link is bound read-only over itself, and the git
-  directory it leads to (the repository's: objects, hooks, config) is an empty, writable decoy
-  with the usual subdirectories (and the worktree's `commondir` file, read-only), so that what a
-  test writes there is seen, and thrown away; nothing of the repository can be read.
+  directory it leads to (the review's shadow repository: objects, hooks, config) is an empty,
+  writable decoy with the usual subdirectories (and the worktree's `commondir` file, read-only),
+  so that what a test writes there is seen, and thrown away; the repositories it borrows objects
+  from (the user's) are decoys too: nothing of them can be read.
 - users: run as root, the program runs as uid/gid SANDBOX_ID (no account has it; no capability,
   no supplementary group), the trees given are handed to it (chown), and the guard stays root,
   out of its reach; run as a user, everything runs as that user (bwrap's user namespace). The
@@ -270,7 +271,20 @@ def _git_dirs(trees: Sequence[Path]) -> list[GitDir]:
             own = (t / _line(dot).removeprefix("gitdir:").strip()).resolve()
             common = (own / _line(own / "commondir")).resolve() if (own / "commondir").is_file() else own
             found += [GitDir(common, own)] if _below(str(own), [str(common)]) else [GitDir(common), GitDir(own)]
+            found += _lenders(common)
     return found
+
+
+def _lenders(common: Path) -> list[GitDir]:
+    """The repositories COMMON borrows objects from (`objects/info/alternates`: the review's shadow
+    repository borrows the user's, reviewer/worktree.py): hidden as well, the user's git directory
+    with its objects, hooks and config."""
+    alternates = common / "objects" / "info" / "alternates"
+    if not alternates.is_file():
+        return []
+    lines = read_untrusted(alternates, 1 << 16).decode(errors="replace").splitlines()
+    objects = [Path(ln.strip()) if Path(ln.strip()).is_absolute() else (common / "objects" / ln.strip()) for ln in lines if ln.strip()]
+    return [GitDir(o.resolve().parent) for o in objects if o.name == "objects" and o.is_dir()]
 
 
 def _line(path: Path) -> str:

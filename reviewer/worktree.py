@@ -1,11 +1,14 @@
 """Apply the series in an isolated, throw-away git worktree of the user's tree.
 
-The user's checkout, index, branches, stash and config are never touched: we add a detached
-worktree in a temporary directory, `git am -3` there, and remove it on every exit path. When
-only `git am` needs it, it holds just the touched files (sparse_patterns()). Its directory is
-named after this process (leftovers.py), so that what a killed run leaves, in $TMPDIR and in
-the user's repository, is removed by the next one (sweep()). No git command run here runs the
-user's hooks (NO_HOOKS).
+Nothing of the user's repository is written, not even an object: the worktrees belong to a
+shadow repository of ours (shadow()), a bare repository in the run's temporary directory that
+borrows the user's objects through `objects/info/alternates`, so `git worktree add`'s
+registration, `git am`'s commits, trees and blobs and the boot stage's snapshots land there,
+and go with it. We add a detached worktree in a temporary directory, `git am -3` there, and
+remove it on every exit path. When only `git am` needs it, it holds just the touched files
+(sparse_patterns()). Its directory is named after this process (leftovers.py), so that what a
+killed run leaves in $TMPDIR is removed by the next one; sweep() still removes what older runs
+registered in the user's repository. No git command run here runs the user's hooks (NO_HOOKS).
 """
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import functools
 import hashlib
 import re
 import shutil
+import tempfile
 from collections.abc import Iterator
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -42,6 +46,36 @@ def git(repo: Path, *args: str, check: bool = True, input: bytes | None = None, 
 def common_dir(tree: Path) -> Path:
     """TREE's common git directory (where worktrees/ is), absolute."""
     return Path(git(tree, "rev-parse", "--path-format=absolute", "--git-common-dir").strip())
+
+
+_SHADOWS: dict[tuple[Path, str], Path] = {}  # (the user's common git dir, the run's temporary directory) -> its shadow
+
+
+def shadow(tree: Path, where: Path | None = None) -> Path:
+    """A bare repository that borrows TREE's objects (alternates) and holds what we write: at WHERE
+    (kept, for cached worktrees), else one per run in the run's temporary directory."""
+    common = common_dir(tree)
+    if where is None:
+        key = (common, tempfile.gettempdir())
+        if key not in _SHADOWS or not _SHADOWS[key].is_dir():
+            _SHADOWS[key] = Path(tempfile.mkdtemp(prefix="shadow-", suffix=".git"))
+        where = _SHADOWS[key]
+    alternates = where / "objects" / "info" / "alternates"
+    if not alternates.is_file():
+        empty = where.with_name(where.name + ".template")
+        empty.mkdir(parents=True, exist_ok=True)  # no sample hooks, no description: nothing of git's templates
+        form = git(tree, "rev-parse", "--show-object-format").strip() or "sha1"
+        git(where.parent, "init", "--bare", "--quiet", f"--template={empty}", f"--object-format={form}", str(where))
+        empty.rmdir()
+        alternates.parent.mkdir(parents=True, exist_ok=True)
+        alternates.write_text(f"{common / 'objects'}\n")
+        if (common / "shallow").is_file():  # a shallow clone's cut-off commits: their parents are missing
+            shutil.copyfile(common / "shallow", where / "shallow")
+    return where
+
+
+def _resolved(tree: Path, rev: str) -> str:
+    return git(tree, "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}").strip() or rev
 
 
 def sweep(tree: Path) -> None:
@@ -167,18 +201,19 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None, build: boo
     us) before git registers it, and is removed without walking it (leftovers.drop_worktree()):
     after a signal the deletion finishes in the background.
     """
-    common = common_dir(tree)
+    repo = shadow(tree)
+    base = _resolved(tree, base)  # the shadow has the objects, not the user's refs
     wt = leftovers.make("wt")  # git adds a worktree in an empty directory
-    drop = functools.partial(leftovers.drop_worktree, wt, common, ending.deadline)
+    drop = functools.partial(leftovers.drop_worktree, wt, repo, ending.deadline)
     token = ending.on_exit(drop)
     try:
         patterns = _patterns(tree, base, touched, build)
         if patterns is not None:
-            git(tree, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
+            git(repo, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
             _set_sparse(wt, patterns)
             git(wt, *options(wt), "checkout", "--quiet", "--detach", base)
         else:
-            git(tree, "worktree", "add", "--detach", "--quiet", str(wt), base)
+            git(repo, "worktree", "add", "--detach", "--quiet", str(wt), base)
         yield wt
     finally:
         drop()
@@ -192,19 +227,22 @@ SLOTS = 4  # concurrent reviews of one tree that can each hold a cached worktree
 def cached(tree: Path, base: str, touched: list[str] | None, root: Path, build: bool = True) -> Iterator[Path]:
     """A reusable worktree of TREE kept under ROOT (opt-in: git config reviewer.reuseWorktrees).
 
-    It stays registered (and locked) in TREE between runs, and is reset to a clean BASE on
+    It stays registered (and locked) in a shadow repository kept beside the slots between runs
+    (shadow(): TREE itself is not written), and is reset to a clean BASE on
     entry and on every exit: `git am --abort`, `checkout -f`, `clean -ffdx`. A slot lock
     keeps two reviews of the same tree apart. Its sparse patterns are set anew on entry.
     """
     slots = root / hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:16]
     slots.mkdir(parents=True, exist_ok=True)
     with _slot(slots) as wt:
+        repo = shadow(tree, slots / "shadow.git")
+        base = _resolved(tree, base)
         try:
             if not (wt / ".git").is_file():
                 shutil.rmtree(wt, ignore_errors=True)
-                git(tree, "worktree", "prune", check=False)
-                git(tree, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
-                git(tree, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
+                git(repo, "worktree", "prune", check=False)
+                git(repo, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
+                git(repo, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
             _unlock(wt)
             # ["/*"] (everything) rather than None: a slot left sparse by a narrower review is widened.
             _reset(wt, base, _patterns(tree, base, touched, build) or ["/*"])

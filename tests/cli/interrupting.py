@@ -113,10 +113,17 @@ def wait_until(run: Running, ready: Callable[[], bool], timeout: float = 120, wh
 
 
 def our_worktrees(repo: Path, tmp: Path) -> list[str]:
-    """The worktrees registered in REPO that live below TMP (a shared repository may hold others')."""
+    """The review's worktrees below TMP, and any registered in REPO (there should be none: the
+    worktrees belong to the review's shadow repository, see reviewer/worktree.py)."""
     listing = git(repo, "worktree", "list", "--porcelain")
-    paths = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
-    return [p for p in paths if p.startswith(str(tmp))]
+    registered = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
+    made = [str(p) for p in tmp.rglob("reviewer-wt-*") if (p / ".git").is_file()]
+    return sorted({*made, *(p for p in registered if p.startswith(str(tmp)))})
+
+
+def applying(*roots: Path) -> bool:
+    """`git am` is at work in a worktree of a shadow repository below one of ROOTS."""
+    return any(any(r.glob("**/worktrees/*/rebase-apply")) for r in roots if r.is_dir())
 
 
 def registrations_of(repo: Path, pid: int) -> list[str]:

@@ -4,7 +4,7 @@ A series adds them to a copy of kernel-mini; `review --run-tests --test-timeout 
 runs them. Each must be contained (nothing written on the host, no secret in any output or log,
 no host socket reached, nothing left running), reported (a `sandbox` warning naming it, where
 the sandbox can see it), and the review must end within the cap with the user's repository
-byte-identical (hooks, config, objects, refs, working tree).
+byte-identical (hooks, config, objects, refs, working tree): not even an object is added.
 """
 from __future__ import annotations
 
@@ -115,8 +115,6 @@ def _fingerprint(repo: Path) -> dict[str, str]:
     found = {}
     for path in sorted(repo.rglob("*")):
         rel = path.relative_to(repo)
-        if rel.parts[:2] == (".git", "worktrees"):
-            continue
         st = path.lstat()
         data = os.readlink(path).encode() if path.is_symlink() else path.read_bytes() if path.is_file() else b""
         found[str(rel)] = f"{stat.filemode(st.st_mode)} {hashlib.sha256(data).hexdigest()}"
@@ -124,15 +122,10 @@ def _fingerprint(repo: Path) -> dict[str, str]:
 
 
 def _assert_untouched(repo: Path, before: dict[str, str]) -> None:
-    """Every file REPO had is as it was, and nothing new but what the apply stage's `git am` adds to
-    the object store it shares with its worktree (the series' commit), before any sandboxed code runs."""
+    """Every file REPO had is as it was, and there is nothing new, not even an object: the
+    worktrees belong to a shadow repository of the review's, which only borrows REPO's objects."""
     after = _fingerprint(repo)
-    assert {p: after.get(p) for p in before} == before
-    new = sorted(set(after) - set(before))
-    objects = [p.split("/")[2] + p.split("/")[3] for p in new if p.startswith(".git/objects/") and p.count("/") == 3]
-    assert all(p.startswith(".git/objects/") for p in new), new
-    for oid in objects:
-        assert git(repo, "-c", "safe.directory=*", "show", "-s", "--format=%s", oid).strip() == "selftests: Add the hostile tests", oid
+    assert after == before, sorted(set(after) ^ set(before))
 
 
 def _marked(mark: str) -> list[str]:
@@ -214,7 +207,9 @@ def _check(setup: Setup, user: str | None, outside_uid: int) -> None:
                Path(f"/tmp/hostile-{setup.mark}"), Path(f"/var/tmp/hostile-{setup.mark}")]
     for target in targets:
         assert not target.exists(), target
-        assert str(target) in wrote, (target, wrote, runs["hostile_write"]["log"])
+        # a hook written through the worktree's .git link lands in the decoy of the review's shadow repository
+        named = target.name if target.parent == hooks else str(target)
+        assert named in wrote, (target, wrote, runs["hostile_write"]["log"])
     assert "sandbox: wrote outside its tree" in runs["hostile_write"]["reason"]
     _assert_untouched(setup.repo, before)
     # Secrets: unread, in no output and no log; every log the user's only.

@@ -1,17 +1,23 @@
 """Ctrl-C: said at once, children stopped, worktrees gone, exit 130; a second Ctrl-C leaves only what the next run removes."""
 from __future__ import annotations
 
+import os
 import signal
 import time
 from pathlib import Path
 
 from reviewer import ending
 from reviewer.errors import ExitStatus
-from tests.cli.interrupting import STUBBORN, VDSO, our_worktrees, processes_in, reaper, start, started, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.cli.interrupting import STUBBORN, VDSO, applying, our_worktrees, processes_in, reaper, start, started, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.conftest import SERIES, git
 
 PATCHES = 120
 DEMO = SERIES / "loongarch-vdso-getrandom-v4.mbox"
+
+
+def _cache() -> Path:
+    """Where the cached worktrees' shadow repository lives (the private HOME's XDG cache)."""
+    return Path(os.environ["XDG_CACHE_HOME"])
 
 
 def _long_series(repo: Path, out: Path) -> None:
@@ -48,7 +54,7 @@ def test_ctrl_c_during_apply(kernel_repo: Path, tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     run = start(mbox, "--tree", kernel_repo, "--format", "json", tmp=tmp)
     wait_until(run, lambda: bool(our_worktrees(kernel_repo, tmp)), what="the worktree")
-    wait_until(run, lambda: any(kernel_repo.glob(".git/worktrees/*/rebase-apply")), what="git am")
+    wait_until(run, lambda: applying(tmp, _cache()), what="git am")
     run.send(signal.SIGINT)
     rc, _ = run.finish()
     assert rc == ExitStatus.INTERRUPTED, run.stderr
@@ -105,7 +111,7 @@ def test_two_quick_ctrl_cs_exit_130_whenever_the_second_comes(kernel_repo: Path,
     tmp = tmp_path / "tmp"
     for gap in (0.0, 0.03, 0.1, 0.3):
         run = start(mbox, "--tree", kernel_repo, "--format", "json", tmp=tmp)
-        wait_until(run, lambda: any(kernel_repo.glob(".git/worktrees/*/rebase-apply")), what="git am")
+        wait_until(run, lambda: applying(tmp, _cache()), what="git am")
         run.send(signal.SIGINT)
         time.sleep(gap)
         run.send(signal.SIGINT)

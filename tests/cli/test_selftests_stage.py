@@ -198,9 +198,11 @@ def test_reused_worktrees_are_reset_between_runs(kernel_repo: Path, tmp_path: Pa
                         "--format", "json", tmp=tmp_path / f"tmp{attempt}")
         assert result.rc == ExitStatus.OK, result.stderr
         assert [p["status"] for p in result.json()["apply"]["patches"]] == ["applied"] * 4
-    slots = sorted(p for p in cache.glob("*/*") if p.is_dir())
+    slots = sorted(p for p in cache.glob("*/*") if p.is_dir() and p.name != "shadow.git")
     assert len(slots) == 2  # patched and base, kept for the next run
-    listed = git(kernel_repo, "worktree", "list", "--porcelain")
+    # registered in the shadow repository kept beside them, not in the user's repository
+    listed = git(slots[0].parent / "shadow.git", "worktree", "list", "--porcelain")
+    assert git(kernel_repo, "worktree", "list").count("\n") == 1
     base = git(kernel_repo, "rev-parse", "HEAD").strip()
     for slot in slots:
         assert f"worktree {slot}" in listed

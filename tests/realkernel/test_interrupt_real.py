@@ -33,8 +33,8 @@ def _state(repo: Path) -> list[str]:
 
 
 def _checking_out(linux: Path, tmp: Path, pid: int) -> bool:
-    """The apply stage's worktree is registered and a git command runs in it."""
-    return bool(registrations_of(linux, pid)) and any(Path(f"/proc/{p}/comm").read_text().strip() == "git"
+    """The apply stage's worktree is there (registered in the review's shadow repository) and a git command runs in it."""
+    return bool(our_worktrees(linux, tmp)) and any(Path(f"/proc/{p}/comm").read_text().strip() == "git"
                                                       for p in processes_in(tmp) if Path(f"/proc/{p}").exists())
 
 

@@ -175,3 +175,15 @@ def test_timens_still_shifts_the_clocks_inside_bwrap(tmp_path: Path) -> None:
     done = sandbox.run(["cat", "/proc/uptime"], cwd=tree, timeout=20, env_name="timens")
     assert float(done.output.split()[0]) > 365 * 24 * 3600
     assert float(subprocess.run(["cat", "/proc/uptime"], capture_output=True, text=True).stdout.split()[0]) < 365 * 24 * 3600
+
+
+def test_the_repository_a_shadow_borrows_from_is_hidden_too(kernel_repo: Path) -> None:
+    """The worktrees belong to the review's shadow repository (reviewer/worktree.py), which borrows the
+    user's objects: both git directories become decoys, so the user's objects, hooks and config stay unseen."""
+    from reviewer import worktree
+    from reviewer.sandbox import _git_dirs
+
+    with worktree.isolated(kernel_repo, "HEAD", build=False) as wt:
+        hidden = {g.path for g in _git_dirs([wt])}
+        assert (kernel_repo / ".git").resolve() in hidden
+        assert worktree.common_dir(wt).resolve() in hidden and worktree.common_dir(wt) != (kernel_repo / ".git")

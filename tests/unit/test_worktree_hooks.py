@@ -42,7 +42,7 @@ def test_no_hook_runs_in_the_worktrees(repo: Path, tmp_path: Path) -> None:  # n
     with worktree.isolated(repo, "conflict-base") as full:  # a patch fails: am --quit, reset --hard
         assert worktree.apply_series(full, series)[-1].status == "failed"
         commit = srctree.commit_of(full)
-        srctree.checkout(Path(git(repo, "rev-parse", "--absolute-git-dir").strip()), commit, tmp_path / "boot" / "src")
+        srctree.checkout(srctree.git_dir(full), commit, tmp_path / "boot" / "src")  # the shadow, as boot.runner does
     for base in ("base", "threeway-base"):
         with worktree.cached(repo, base, _touched(series), tmp_path / "cache") as slot:
             worktree.apply_series(slot, series)

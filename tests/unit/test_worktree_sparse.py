@@ -102,7 +102,18 @@ def _apply(repo: Path, base: str, series: Series, touched: list[str] | None) -> 
 
 def _state(repo: Path) -> list[str]:
     cmds = (("config", "--local", "--list"), ("status", "--porcelain"), ("worktree", "list"), ("show-ref",), ("rev-parse", "HEAD"))
-    return [git(repo, *c) for c in cmds] + [str(sorted(p.name for p in (repo / ".git").iterdir()))]
+    return [git(repo, *c) for c in cmds] + [str(sorted(p.name for p in (repo / ".git").iterdir())), _bytes(repo / ".git")]
+
+
+def _bytes(git_dir: Path) -> str:
+    """A digest of every byte of the repository that the review could write: objects (loose and packed),
+    refs, hooks, config, worktrees/ (not the index, which `git status` refreshes)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for path in sorted(p for p in git_dir.rglob("*") if p.is_file() and p.name != "index"):
+        digest.update(str(path.relative_to(git_dir)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()
 
 
 def test_narrow_checkout_is_the_touched_paths_and_their_kunit_suites(repo: Path, tmp_path: Path) -> None:
@@ -148,7 +159,8 @@ def test_failed_patch_names_patch_file_and_hunk_and_keeps_the_earlier_ones(repo:
         results = worktree.apply_series(wt, series)
         assert [r.status for r in results] == ["applied", "applied", "applied", "failed"]
         assert results[-1].index == 4
-        assert git(wt, "rev-list", "--count", "late-conflict..HEAD").strip() == "3"
+        # the shadow repository has the user's objects, not their refs: name the commit
+        assert git(wt, "rev-list", "--count", git(repo, "rev-parse", "late-conflict").strip() + "..HEAD").strip() == "3"
         assert git(wt, "status", "--porcelain", "--untracked-files=no") == ""
     assert "lib/sub/gone.c" in results[-1].detail
 
@@ -168,7 +180,7 @@ def test_the_users_repository_is_left_as_it_was(repo: Path, tmp_path: Path) -> N
     series = _series(repo, tmp_path)
     with pytest.raises(RuntimeError), worktree.isolated(repo, "base", _touched(series), build=False) as wt:
         worktree.apply_series(wt, series)
-        assert git(repo, "worktree", "list").count("\n") == 2
+        assert git(repo, "worktree", "list").count("\n") == 1  # registered in our shadow, not in the user's repository
         raise RuntimeError("a later stage failed")
     assert not wt.exists() and not list(wt.parent.glob(f"reviewer-*-{os.getpid()}-*"))  # nor its trash
     _apply(repo, "conflict-base", series, _touched(series))
