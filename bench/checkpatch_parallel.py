@@ -8,9 +8,9 @@ from pathlib import Path
 
 from _common import kernel, median, real_series, scratch, table
 
-from reviewer import fetch
 from reviewer.kernelscripts import Options, review
-from reviewer.resultcache import OFF  # the scripts themselves, every time: not the results cache
+from reviewer.series import fetch
+from reviewer.store.results import OFF  # the scripts themselves, every time: not the results cache
 
 
 def main() -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from _common import BIN, RUNS, commit, env, format_patch, git, kernel, scratch, show, table
 
-from reviewer import worktree
+from reviewer.apply import worktree
 from tests.cli.interrupting import making, processes_in, registrations_of
 
 TEST = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"

@@ -13,8 +13,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewer.patchparse import parse_diff
-from tests.unit.test_patchparse import huge_diff
+from reviewer.series.patchparse import parse_diff
+from tests.unit.series.test_patchparse import huge_diff
 
 RUNS = 5
 

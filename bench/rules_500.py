@@ -15,8 +15,8 @@ from _common import RUNS, median  # also puts the project on sys.path
 
 from reviewer.checks import run_checks
 from reviewer.model import Patch, Person, Series, Trailer
-from reviewer.patchparse import parse_diff
 from reviewer.rules import RULES_DIR, evaluate, load_rules
+from reviewer.series.patchparse import parse_diff
 
 PATCHES = 500
 AUTHOR = Person("Bench Author", "bench@example.org")

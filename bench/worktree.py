@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reviewer import worktree  # noqa: E402
+from reviewer.apply import worktree
 from tests.realkernel.kernel import ensure_repo  # noqa: E402
 
 RUNS = 3

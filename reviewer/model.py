@@ -238,7 +238,7 @@ class Finding:
     line: int | None = None
     hint: str | None = None
     quote: tuple[str, ...] = ()  # the hunk lines the finding is about
-    sources: tuple[str, ...] = ()  # when several rules reported this fact: all of them, `rule` first (reviewer/merge.py)
+    sources: tuple[str, ...] = ()  # when several rules reported this fact: all of them, `rule` first (reviewer/checks/merge.py)
 
     @classmethod
     def on(cls, patch: Patch, message: str, **kw: object) -> Finding:

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reviewer import cache, config, merge, noise
-from reviewer import target as targets
-from reviewer.checks import CHECKS, run_checks
+from reviewer import config
+from reviewer.apply import base as apply_base
+from reviewer.checks import CHECKS, merge, noise, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
 from reviewer.model import (
     ApplyResult,
@@ -36,16 +36,22 @@ from reviewer.model import (
     StageStatus,
     TestRun,
 )
-from reviewer.patchparse import ParsedDiff, read_diff
-from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
+from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
-from reviewer.sandbox import MAX_TEST_SECONDS
+from reviewer.run.sandbox import MAX_TEST_SECONDS
+from reviewer.series import target as targets
+from reviewer.series.patchparse import ParsedDiff, read_diff
+from reviewer.store import threads as cache
+from reviewer.tree import git as tree_git
+from reviewer.tree.base import GitBaseTree
 
 # The stages that need a kernel tree import their modules when they run: a review without a
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
 if TYPE_CHECKING:
-    from reviewer import kernelscripts, resultcache, selftest_stage
-    from reviewer.selftests import Chosen
+    from reviewer import kernelscripts
+    from reviewer.selftests import stage as selftest_stage
+    from reviewer.selftests.choose import Chosen
+    from reviewer.store import results as resultcache
 
 Progress = Callable[[str], AbstractContextManager[None]]
 
@@ -113,7 +119,7 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
         except ConfigError as exc:
             return run.review(), exc
         if request.tree is not None:  # what killed runs left registered in the tree, before any stage adds to it
-            from reviewer import worktree
+            from reviewer.apply import worktree
 
             worktree.sweep(request.tree)
         steps: list[tuple[str, Callable[[], str]]] = [
@@ -205,11 +211,10 @@ def _check(run: _Run, request: Request) -> str:
     assert run.series is not None
     base = None
     if request.tree is not None:
-        from reviewer import worktree
 
-        if not worktree.is_git_tree(request.tree):
+        if not tree_git.is_git_tree(request.tree):
             raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
-        run.base = worktree.choose_base(request.tree, run.series, request.base)
+        run.base = apply_base.choose_base(request.tree, run.series, request.base)
         base = run.base_tree = GitBaseTree(request.tree, run.base[0])
     found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
     scripts = _kernel_scripts(run, request) if request.tree is not None else None
@@ -230,7 +235,7 @@ def _kernel_scripts(run: _Run, request: Request) -> kernelscripts.Outcome:
 
 
 def _apply(run: _Run, request: Request) -> str:
-    from reviewer import applycache
+    from reviewer.apply import cache as applycache
 
     assert run.series is not None and request.tree is not None and run.base is not None
     if not run.series.patches and (pull := run.series.pull_request) is not None:
@@ -257,7 +262,7 @@ def _apply(run: _Run, request: Request) -> str:
 
 def _result_policy(run: _Run, request: Request) -> resultcache.Policy:
     """--no-cache recomputes (and stores); git config reviewer.resultCache false neither reads nor stores."""
-    from reviewer import resultcache
+    from reviewer.store import results as resultcache
 
     return resultcache.Policy.of(request.no_cache, run.config.result_cache is not False)
 
@@ -265,7 +270,7 @@ def _result_policy(run: _Run, request: Request) -> resultcache.Policy:
 def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
     """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
     BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
-    from reviewer import worktree
+    from reviewer.apply import worktree
 
     assert run.series is not None
     if run.config.reuse_worktrees:
@@ -285,7 +290,7 @@ def _selftests(run: _Run, request: Request) -> str:
     names = ", ".join(str(c.ref) for c in run.chosen)
     if not (request.run_tests or request.tests):
         return f"skipped: would run {names}; pass --run-tests to build and run code from the series"
-    from reviewer import selftest_stage
+    from reviewer.selftests import stage as selftest_stage
 
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked before anything runs
     outcome = _run_tests(run, request)
@@ -301,8 +306,8 @@ def _selftests(run: _Run, request: Request) -> str:
 def _boot(run: _Run, request: Request) -> str:
     """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
     of base and patched, booted under QEMU; the console logs go to the run's log directory."""
-    from reviewer import boot, worktree
-    from reviewer.selftests import Chosen, TestRef
+    from reviewer import boot
+    from reviewer.selftests.choose import Chosen, TestRef
 
     if run.patched is None:
         return "skipped: nothing was applied"
@@ -316,7 +321,7 @@ def _boot(run: _Run, request: Request) -> str:
         return "skipped: no in-kernel test is relevant to this series"
     if not request.boot:
         return f"skipped: would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)"
-    patched = worktree.git(run.patched, "rev-parse", "HEAD").strip()
+    patched = tree_git.git(run.patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
     cache_dir = Path(os.environ.get("REVIEWER_BOOT_CACHE") or cache.root() / "boot" / hashlib.sha1(str(request.tree.resolve()).encode()).hexdigest()[:16])
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
@@ -335,7 +340,7 @@ def _boot(run: _Run, request: Request) -> str:
 
 
 def _choose(run: _Run, request: Request) -> list[Chosen]:
-    from reviewer.selftests import Chosen, TestRef, choose
+    from reviewer.selftests.choose import Chosen, TestRef, choose
 
     assert run.series is not None and run.base is not None and request.tree is not None
     if request.tests:
@@ -347,7 +352,7 @@ def _choose(run: _Run, request: Request) -> list[Chosen]:
 
 
 def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
-    from reviewer import selftest_stage
+    from reviewer.selftests import stage as selftest_stage
 
     assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
     base_wt = run.stack.enter_context(_worktree(run, request.tree, run.base[0]))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.gittree import build_base_repo
+from reviewer.tree.plainrepo import build_base_repo
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

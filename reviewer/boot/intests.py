@@ -15,6 +15,7 @@ from pathlib import Path
 from reviewer.model import Patch
 from reviewer.rules.engine import trigger_hits
 from reviewer.rules.schema import InKernelTest, Rule
+from reviewer.tree.testnames import test_stem
 
 
 @dataclass(frozen=True)
@@ -37,7 +38,6 @@ BUILTIN: tuple[InTest, ...] = (
 
 _SUITE_CALL = re.compile(r"^\s*kunit_test_(?:init_section_)?suites?\(", re.M)
 _SUITE_NAME = re.compile(r"struct kunit_suite\s+\w+\s*=\s*\{[^}]*?\.name\s*=\s*\"(?P<name>[^\"]+)\"", re.S)
-_AFFIXES = re.compile(r"^(?:test_|test-)|(?:_kunit_test|_kunit|_test|-test|_tests|-kunit)$")
 
 
 def relevant(touched: Iterable[str], tree: Path | None = None, extra: Sequence[InTest] = ()) -> list[tuple[InTest, str]]:
@@ -82,12 +82,6 @@ def from_rule(rule: str, test: InKernelTest, paths: tuple[str, ...] = ()) -> InT
     return InTest(f"kunit:{test.name}" if kunit else test.name, test.kind, tuple(dict.fromkeys(symbols)), paths, test.source, rule)
 
 
-def test_stem(path: str) -> str:
-    """The file name without directory, extension and test affixes: a test and what it tests share it
-    (lib/overflow.c, lib/overflow_kunit.c, lib/tests/test_overflow.c)."""
-    return _AFFIXES.sub("", Path(path).stem)
-
-
 def kunit_beside(tree: Path, path: str) -> list[InTest]:
     """KUnit suites in PATH's directory (or its tests/ subdirectory) named after PATH's file."""
     rel = Path(path)
@@ -125,7 +119,7 @@ def makefile_symbol(makefile: Path, obj: str) -> str | None:
 def _read(path: Path) -> str | None:
     """PATH of the patched worktree, where sandboxed builds and tests have run: never through a symlink
     or blocking on a FIFO they may have left (None if it is not a plain file)."""
-    from reviewer.sandbox import read_untrusted
+    from reviewer.run.sandbox import read_untrusted
 
     try:
         return read_untrusted(path).decode(errors="replace")

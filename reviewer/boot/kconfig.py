@@ -19,7 +19,7 @@ from pathlib import Path
 
 from reviewer.errors import CommandError
 from reviewer.model import Finding, Level
-from reviewer.sandbox import Sandbox, read_untrusted
+from reviewer.run.sandbox import Sandbox, read_untrusted
 
 RULE = "boot-build"
 BUILD_TIMEOUT = 3600.0

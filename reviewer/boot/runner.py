@@ -15,11 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer import private
 from reviewer.boot import ab, kconfig, qemu, srctree
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
 from reviewer.model import BenchResult, Finding, TestRun
+from reviewer.run import private
 
 KEEP_IMAGES = 24
 REPEAT_UNDER = 20.0  # seconds: boots longer than this run once

@@ -36,7 +36,7 @@ from reviewer.checks import (
     syscall_cond,
 )
 from reviewer.model import Finding, Level, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 Runner = Callable[[Series, BaseTree | None], Iterator[Finding]]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from reviewer.model import Change, FileChange, Patch, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 
 def new_files(series: Series) -> Iterator[tuple[Patch, FileChange]]:

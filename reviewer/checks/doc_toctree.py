@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from reviewer.checks._files import new_files, text_after
 from reviewer.model import Finding, Level, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 ID = "doc-toctree"
 LEVEL = Level.WARNING

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 
 from reviewer.model import Finding, Level, Patch, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 ID = "fixes-tag"
 LEVEL = Level.ERROR

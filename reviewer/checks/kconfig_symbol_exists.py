@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 
 from reviewer.model import FileChange, Finding, Level, Series
-from reviewer.rules.engine import BaseTree, RegexSearchable, Searchable
+from reviewer.tree.base import BaseTree, RegexSearchable, Searchable
 
 ID = "kconfig-symbol-exists"
 LEVEL = Level.ERROR

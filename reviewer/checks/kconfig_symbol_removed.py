@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from reviewer.checks._files import text_after
 from reviewer.checks.kconfig_symbol_exists import DEFINE, KCONFIG, MACRO, defining_files, file_kind, line_references
 from reviewer.model import Change, Finding, Level, Series
-from reviewer.rules.engine import BaseTree, RegexSearchable, WordSearchable
+from reviewer.tree.base import BaseTree, RegexSearchable, WordSearchable
 
 ID = "kconfig-symbol-removed"
 LEVEL = Level.ERROR

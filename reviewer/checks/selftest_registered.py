@@ -25,7 +25,7 @@ from collections.abc import Iterator
 
 from reviewer.checks._files import new_files, text_after
 from reviewer.model import FileChange, Finding, Level, Patch, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 ID = "selftest-registered"
 LEVEL = Level.ERROR

@@ -23,7 +23,7 @@ from collections.abc import Iterator
 
 from reviewer.checks._files import new_files, text_after
 from reviewer.model import Finding, Level, Patch, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 ID = "source-file-built"
 LEVEL = Level.WARNING

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 
 from reviewer.checks._files import text_after
 from reviewer.model import Finding, Level, Patch, Series
-from reviewer.rules.engine import BaseTree
+from reviewer.tree.base import BaseTree
 
 ID = "syscall-cond"
 LEVEL = Level.ERROR

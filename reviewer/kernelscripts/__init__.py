@@ -10,7 +10,7 @@ spelling list there and checks commit ids in the repository, while the cache it 
 get_maintainer.pl insists on running from the tree's top; it only reads.
 A tree without the scripts (the demo's kernel-shaped tree) or a machine without perl is a note.
 
-Both scripts' outputs are kept in the result cache (reviewer/resultcache.py), per patch, under a
+Both scripts' outputs are kept in the result cache (reviewer/store/results.py), per patch, under a
 key of everything they read (kernelscripts/cachekeys.py): a second review of the same series
 runs neither, and the check stage's note says how many outputs came from the cache.
 """
@@ -26,13 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TypeVar
 
-from reviewer import resultcache
 from reviewer.errors import CommandError
 from reviewer.kernelscripts import cachekeys, checkpatch, get_maintainer
 from reviewer.kernelscripts.mails import Mail, render
 from reviewer.model import Finding, Level, Series
 from reviewer.proc import run
-from reviewer.worktree import git_dir
+from reviewer.store import results as resultcache
+from reviewer.tree.git import git_dir
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -99,7 +99,7 @@ def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options, 
     # Without a sign-off to check there is no commit message either (a pull request): not its description.
     ignore = frozenset(t.upper() for t in options.ignore) | (frozenset() if signoff else {"COMMIT_MESSAGE"})
     opts = checkpatch.Options(options.strict, dictionary, ignore, signoff)
-    env = {"GIT_DIR": git_dir(tree)}
+    env = {"GIT_DIR": str(git_dir(tree))}
     args = checkpatch.argv(tree, opts)
     keys = _checkpatch_keys(tree, mails, args, env, dictionary) if options.cache.read or options.cache.write else [None] * len(mails)
 

@@ -1,4 +1,4 @@
-"""What checkpatch.pl and get_maintainer.pl read, as result-cache key parts (see reviewer/resultcache.py).
+"""What checkpatch.pl and get_maintainer.pl read, as result-cache key parts (see reviewer/store/results.py).
 
 checkpatch.pl (6.12) reads, besides the mail on stdin and its options:
 - next to itself (the working-tree copies, `$D/...`): spelling.txt, const_structs.checkpatch;
@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from reviewer.proc import run
-from reviewer.resultcache import file_id, program_id
+from reviewer.store.results import file_id, program_id
 
 CHECKPATCH_FILES = ("scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch", ".checkpatch.conf",
                     "scripts/get_maintainer.pl", "MAINTAINERS", "scripts/spdxcheck.py")

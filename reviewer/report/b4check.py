@@ -24,9 +24,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reviewer import prep
 from reviewer.model import Finding, Level, Review, Series
 from reviewer.proc import run
+from reviewer.series import prep
 
 TOOL = "reviewer"
 _COUNTER = re.compile(r"^\s*(?:re:\s*)?\[[^\]]*?\b(\d+)/(\d+)\]", re.IGNORECASE)

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import reviewer
-from reviewer.rules.engine import BaseTree, GitBaseTree, evaluate
+from reviewer.rules.engine import evaluate
 from reviewer.rules.schema import Condition, Requirement, Rule, load_rule, load_rules
 
 RULES_DIR = Path(reviewer.__file__).parent.parent / "rules"
 
-__all__ = ["RULES_DIR", "BaseTree", "Condition", "GitBaseTree", "Requirement", "Rule", "evaluate", "load_rule", "load_rules"]
+__all__ = ["RULES_DIR", "Condition", "Requirement", "Rule", "evaluate", "load_rule", "load_rules"]

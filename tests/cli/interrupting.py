@@ -114,7 +114,7 @@ def wait_until(run: Running, ready: Callable[[], bool], timeout: float = 120, wh
 
 def our_worktrees(repo: Path, tmp: Path) -> list[str]:
     """The review's worktrees below TMP, and any registered in REPO (there should be none: the
-    worktrees belong to the review's shadow repository, see reviewer/worktree.py)."""
+    worktrees belong to the review's shadow repository, see reviewer/apply/worktree.py)."""
     listing = git(repo, "worktree", "list", "--porcelain")
     registered = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
     made = [str(p) for p in tmp.rglob("reviewer-wt-*") if (p / ".git").is_file()]

@@ -47,7 +47,7 @@ def _b4_review_checks(repo: Path, mbox: Path, env: dict[str, str]) -> tuple[dict
     """Run our command the way `b4 review` does (b4.review.checks), per patch and on the cover letter."""
     import b4.review.checks as checks
 
-    from reviewer import fetch
+    from reviewer.series import fetch
 
     msgs = [m for m in fetch.read_mbox(mbox) if not str(m["Subject"]).startswith("Re:")]  # b4 feeds patches, not replies
     ids = [(str(m["Message-Id"]).strip("<>"), m) for m in msgs]

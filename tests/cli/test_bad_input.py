@@ -8,7 +8,7 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.conftest import FIXTURES, SERIES, git
 from tests.helpers import review
-from tests.unit.test_patchparse import huge_diff
+from tests.unit.series.test_patchparse import huge_diff
 
 BAD = SERIES / "bad"
 

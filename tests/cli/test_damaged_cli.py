@@ -8,7 +8,7 @@ from pathlib import Path
 
 from reviewer.errors import ExitStatus
 from tests.helpers import Result, review
-from tests.unit.test_patchparse import DIFFS
+from tests.unit.series.test_patchparse import DIFFS
 
 SERIES = DIFFS / "series-damaged-2of3.mbox"
 

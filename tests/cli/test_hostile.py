@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.errors import ExitStatus
-from reviewer.sandbox import PROCESS_LIMIT, SANDBOX_ID
+from reviewer.run.sandbox import PROCESS_LIMIT, SANDBOX_ID
 from tests.conftest import FIXTURES, ROOT, git
 
 HOSTILE = "tools/testing/selftests/hostile"

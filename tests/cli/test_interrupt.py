@@ -6,8 +6,8 @@ import signal
 import time
 from pathlib import Path
 
-from reviewer import ending
 from reviewer.errors import ExitStatus
+from reviewer.run import ending
 from tests.cli.interrupting import STUBBORN, VDSO, applying, our_worktrees, processes_in, reaper, start, started, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.conftest import SERIES, git
 

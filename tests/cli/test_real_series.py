@@ -189,7 +189,7 @@ def test_format_flowed_is_undone_as_git_mailinfo_does(tmp_path: Path, kernel_rep
     assert [(f["path"], f["added"], f["removed"]) for f in p["files"]] == [("mm/dmapool.c", 1, 0)]
     assert d["apply"]["patches"][0]["status"] == "applied"
     assert "patch-damaged" not in rules(d)
-    from reviewer import fetch
+    from reviewer.series import fetch
 
     series = fetch.build_series(fetch.read_mbox(path), str(path))
     assert series.patches[0].message == (tmp_path / "msg").read_text()

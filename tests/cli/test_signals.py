@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import ending
+from reviewer.run import ending
 from tests.cli.interrupting import (  # noqa: F401 (reaper: an autouse fixture)
     SIGNALS,
     applying,

@@ -157,7 +157,7 @@ def test_ctrl_c_during_a_fetch(fake: Fake, tmp_path: Path) -> None:
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=10)
     assert proc.returncode == ExitStatus.INTERRUPTED, err
-    assert err.decode().strip() == "review: interrupted, cleaning up"  # issue 13 item 3 (reviewer/ending.py)
+    assert err.decode().strip() == "review: interrupted, cleaning up"  # issue 13 item 3 (reviewer/run/ending.py)
     assert time.monotonic() - start < 3
 
 

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import cache, fetch, lore, msgid
+from reviewer.series import fetch, lore, msgid
+from reviewer.store import threads as cache
 from tests.conftest import SERIES
 
 

@@ -2,7 +2,7 @@
 
 The pipeline and the report builders the CLI calls (JSON, terminal, the reply mail) are run
 on the case; an exception escaping any of them is what the CLI turns into exit 70. The exit
-status otherwise comes from the CLI's own mapping (reviewer.cli._exit).
+status otherwise comes from the CLI's own mapping (reviewer.cli.review.exit_for).
 """
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from reviewer import cli
+from reviewer.cli import _one_line
+from reviewer.cli.review import exit_for, reportable
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import Review
 from reviewer.pipeline import Request, review
@@ -55,16 +56,16 @@ def run(case: Case, root: Path) -> Outcome:
     try:
         with _stdin(case.stdin):
             result, error = review(Request(target=str(target), cwd=root))
-        if cli._reportable(result, error):
+        if reportable(result, error):
             reports(result)
-        cli._exit(result, error, strict=False)
+        exit_for(result, error, strict=False)
     except typer.Exit as exc:
         return Outcome(exc.exit_code)
     except ReviewerError as exc:
-        return Outcome(int(exc.status), cli._one_line(exc.message))
+        return Outcome(int(exc.status), _one_line(exc.message))
     except Exception as exc:  # what cli.main reports as an internal error
         return Outcome(int(ExitStatus.INTERNAL), _where(exc))
-    raise AssertionError("cli._exit returned")  # it always raises
+    raise AssertionError("exit_for returned")  # it always raises
 
 
 def reports(result: Review) -> None:

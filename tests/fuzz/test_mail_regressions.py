@@ -1,6 +1,6 @@
 """One named mail for every class of internal error the mail fuzz found (tests/fuzz/test_mail_fuzz.py).
 
-Each was an exit 70 (or a report that is not UTF-8, or a hang) before reviewer/fetch.py mended
+Each was an exit 70 (or a report that is not UTF-8, or a hang) before reviewer/series/fetch.py mended
 headers at the border: now the mail is read as git mailinfo and b4 read it (a made-up id, no
 date, UTF-8 for a charset nobody knows, a space for a control character), or refused in one line.
 """
@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import fetch, mailmend
 from reviewer.errors import ExitStatus, InputError, ReviewerError
 from reviewer.model import Review
 from reviewer.pipeline import Request, review
 from reviewer.report import json as json_report
+from reviewer.series import fetch, mailmend
 from tests.conftest import FIXTURES, git
 from tests.fuzz import harness
 from tests.helpers import review as review_command
@@ -179,7 +179,7 @@ def test_a_signed_mail_with_undeclared_8bit_in_from_is_read(tmp_path: Path) -> N
 
 def test_a_non_ascii_address_is_kept_for_the_reply(tmp_path: Path) -> None:
     """An internationalised address (RFC 6532, raw UTF-8) in Cc: is one the reply goes to.
-    Was: UnicodeEncodeError from email.utils.formataddr in reviewer/fetch.py _addresses."""
+    Was: UnicodeEncodeError from email.utils.formataddr in reviewer/series/fetch.py _addresses."""
     result = reviewed(tmp_path, mail(Cc="Jorg <j\u00f6rg@example.org>, Ana <ana@b\u00fccher.example>".encode()))
     assert result.series is not None and result.series.patches[0].cc == ("Jorg <j\u00f6rg@example.org>", "Ana <ana@b\u00fccher.example>")
 

@@ -10,10 +10,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from reviewer import boot, worktree
-from reviewer import target as targets
+from reviewer import boot
+from reviewer.apply import worktree
 from reviewer.model import Series
-from reviewer.patchparse import parse_diff
+from reviewer.series import target as targets
+from reviewer.series.patchparse import parse_diff
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 TIME_C = "kernel/time/time.c"

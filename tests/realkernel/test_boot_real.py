@@ -91,7 +91,7 @@ def _run(trees: dict[str, Path], name: str, touched: list[str], envs: tuple[str,
     for f in out.findings:
         print(f"  [{f.level}] {f.message[:200]}")
     _no_qemu_left()
-    if FIXTURES:  # REVIEWER_BOOT_FIXTURES=fixtures/boot refreshes the consoles tests/unit/test_boot_console.py reads
+    if FIXTURES:  # REVIEWER_BOOT_FIXTURES=fixtures/boot refreshes the consoles tests/unit/boot/test_console.py reads
         for side, fixture in (save or {}).items():
             shutil.copyfile(out.logs[side], Path(FIXTURES) / fixture)
     return out

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from reviewer import fetch, resultcache
 from reviewer.errors import ExitStatus
 from reviewer.kernelscripts import Options, review
 from reviewer.model import Series
-from reviewer.patchparse import parse_diff
+from reviewer.series import fetch
+from reviewer.series.patchparse import parse_diff
+from reviewer.store import results as resultcache
 from tests.conftest import SERIES
 from tests.helpers import review as review_cli
 from tests.realkernel.kernel import commit, format_patch, git, show

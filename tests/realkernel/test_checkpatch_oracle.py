@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import fetch
 from reviewer.checks import CHECKS
 from reviewer.errors import ExitStatus
 from reviewer.model import Level, Series
-from reviewer.rules import GitBaseTree
+from reviewer.series import fetch
+from reviewer.tree.base import GitBaseTree
 from tests.helpers import review as review_cli
 from tests.realkernel.kernel import commit, format_patch, git, show
 
@@ -201,7 +201,7 @@ def test_end_of_patch_checks_on_otherwise_clean_patches_reach_the_review(linux: 
     result = review_cli(mbox, "--tree", linux, "--no-tests", "--format", "json", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.FINDINGS, result.stderr
     found = result.json()["findings"]
-    # Every report of every source, with its patch and the finding's level (reviewer/merge.py makes
+    # Every report of every source, with its patch and the finding's level (reviewer/checks/merge.py makes
     # our sign-off finding and checkpatch's one finding naming both).
     said = sorted((f["patch"] or 0, r, f["level"]) for f in found for r in f["sources"])
     checkpatch = [s for s in said if s[1].startswith("checkpatch/")]

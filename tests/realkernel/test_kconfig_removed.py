@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import fetch
 from reviewer.checks import CHECKS, run_checks
 from reviewer.model import Finding, Series
-from reviewer.patchparse import parse_diff
-from reviewer.rules import GitBaseTree
+from reviewer.series import fetch
+from reviewer.series.patchparse import parse_diff
+from reviewer.tree.base import GitBaseTree
 from tests.realkernel.kernel import commit, format_patch, show
 
 AUTHOR = "Kernel Fixture <kernel-fixture@example.org>"

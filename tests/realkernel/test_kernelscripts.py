@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import fetch
 from reviewer.checks import run_checks
 from reviewer.errors import ExitStatus
 from reviewer.kernelscripts import Options, review
 from reviewer.model import Finding, Series
-from reviewer.patchparse import parse_diff
-from reviewer.rules import GitBaseTree
-from reviewer.target import classify, load
+from reviewer.series import fetch
+from reviewer.series.patchparse import parse_diff
+from reviewer.series.target import classify, load
+from reviewer.tree.base import GitBaseTree
 from tests.helpers import review as review_cli
 from tests.realkernel.kernel import commit, format_patch, git, show
 

@@ -1,4 +1,4 @@
-"""Each pair of reviewer/merge.py's table against what the 6.12 tree's checkpatch.pl really says:
+"""Each pair of reviewer/checks/merge.py's table against what the 6.12 tree's checkpatch.pl really says:
 one finding per fact in the report, naming both sources, on patches made from real files."""
 from __future__ import annotations
 

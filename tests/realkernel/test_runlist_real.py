@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import worktree
+from reviewer.apply import worktree
 from reviewer.checks.selftest_registered import HELPERS, RUN, lists_naming
 from reviewer.errors import ExitStatus
-from reviewer.sandbox import Sandbox
-from reviewer.selftests import SELFTESTS, run_list
+from reviewer.run.sandbox import Sandbox
+from reviewer.selftests.choose import SELFTESTS
+from reviewer.selftests.run import run_list
 from tests.helpers import review
 from tests.realkernel.kernel import commit, format_patch, show
 

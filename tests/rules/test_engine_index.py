@@ -8,9 +8,9 @@ import random
 import pytest
 
 from reviewer.model import Level, Patch, Person, Series
-from reviewer.patchparse import parse_diff
 from reviewer.rules import RULES_DIR, engine, evaluate, load_rules
 from reviewer.rules.engine import _Index
+from reviewer.series.patchparse import parse_diff
 
 AUTHOR = Person("Rule Author", "author@example.org")
 

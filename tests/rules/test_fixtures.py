@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import fetch
 from reviewer.checks import CHECKS, run_checks
-from reviewer.gittree import build_base_repo, git
 from reviewer.model import Finding, Level, Series
-from reviewer.patchparse import parse_diff
-from reviewer.rules import RULES_DIR, GitBaseTree, Rule, evaluate, load_rules
+from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
+from reviewer.series import fetch
+from reviewer.series.patchparse import parse_diff
+from reviewer.tree.base import GitBaseTree
+from reviewer.tree.plainrepo import build_base_repo, git
 from tests.conftest import FIXTURES, SERIES
 
 RULE_FIXTURES = FIXTURES / "rules"

@@ -8,7 +8,7 @@ import pytest
 from reviewer import config
 from reviewer.errors import ConfigError
 from reviewer.model import Finding, Level
-from reviewer.rulesdoc import check_rules_dir, list_rules
+from reviewer.rules.doc import check_rules_dir, list_rules
 from tests.conftest import git
 
 FINDINGS = [

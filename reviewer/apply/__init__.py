@@ -1,0 +1,1 @@
+"""Apply the series to an isolated worktree, and remember the outcome."""

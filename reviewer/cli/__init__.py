@@ -1,0 +1,103 @@
+"""The `review` program: dispatch to the review or another command, and the ONE place that maps errors
+to a line on stderr and an exit status (and writes the crash log of a bug)."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+import typer
+
+from reviewer.cli.commands import sub_app
+from reviewer.cli.review import review_app
+from reviewer.errors import ExitStatus, ReviewerError
+from reviewer.run import ending
+
+# Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
+# only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
+# where it is used.
+
+SUBCOMMANDS = {"demo", "rules", "install-hook", "uninstall-hook", "pre-push"}
+
+
+def _fail(message: str, hint: str, status: int) -> int:
+    print(f"review: error: {_one_line(message)}", file=sys.stderr)
+    if hint:
+        print(f"hint: {_one_line(hint)}", file=sys.stderr)
+    return status
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _crash_log(exc: BaseException) -> Path:
+    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+    logdir = state / "reviewer" / "crash"
+    logdir.mkdir(parents=True, exist_ok=True)
+    path = logdir / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
+    path.write_text("".join(traceback.format_exception(exc)))
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: dispatch, then map every error to one line and an exit status.
+
+    Inside an ending.session(): what interrupted runs left is removed first, and SIGINT, SIGTERM
+    and SIGHUP stop the children, clean up and exit 128 + the signal's number (130, 143, 129)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        with ending.session(_say) as run:
+            rc = _dispatch(args)
+    except ending.Interrupted as exc:  # a signal outside _dispatch's try (the session's own sweep, say)
+        return 128 + exc.signum
+    return run.status if run.status is not None else rc
+
+
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _dispatch(args: list[str]) -> int:
+    app = sub_app if args and args[0] in SUBCOMMANDS else review_app
+    debug = "--debug" in args
+    try:
+        rc = app(args=args, prog_name="review", standalone_mode=False)
+    except typer.Exit as exc:
+        rc = exc.exit_code
+    except ending.Interrupted as exc:  # the handler has said so, and stopped the children
+        return 128 + exc.signum
+    except typer.Abort:
+        print("review: interrupted", file=sys.stderr)
+        return int(ExitStatus.INTERRUPTED)
+    except ReviewerError as exc:
+        return _fail(exc.message, exc.hint, int(exc.status))
+    except KeyboardInterrupt:
+        print("review: interrupted", file=sys.stderr)
+        return int(ExitStatus.INTERRUPTED)
+    except typer.TyperException as exc:  # typer's usage errors: it prints them itself
+        show = getattr(exc, "show", None)
+        if show is not None:
+            show()
+        else:
+            print(f"review: error: {exc}", file=sys.stderr)
+        return int(exc.exit_code)
+    except Exception as exc:  # the last resort: a bug of ours, never the user's fault
+        if debug:
+            traceback.print_exc()
+        path = _crash_log(exc)
+        return _fail(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
+    if rc == ExitStatus.INTERRUPTED and not ending.interrupted():  # typer turns Ctrl-C into a silent Exit(130)
+        print("review: interrupted", file=sys.stderr)
+    return rc if isinstance(rc, int) else int(ExitStatus.OK)
+
+
+def entry() -> None:
+    # Outside main()'s session (it has ended and we are about to exit) a signal has nothing left to stop:
+    # a second Ctrl-C just after the first one's clean-up must not turn the exit status into a KeyboardInterrupt.
+    for s in ending.SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""The commands other than the review itself: rules, demo, install-hook, uninstall-hook, pre-push."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+# The demo and hook code is imported where it is used (start-up time, see cli/review.py).
+from reviewer.cli.review import B4_FORMATS, ColorOpt, DebugOpt, Format, FormatOpt, finish, report, reportable, run, status_of
+from reviewer.errors import ApplyError, ExitStatus, SelftestError, UsageError
+from reviewer.pipeline import Request, review
+
+sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+
+
+@sub_app.callback()
+def _subcommands() -> None:
+    """Commands other than the review itself."""
+
+
+@sub_app.command("rules", help="List the rules and checks with their documentation, or validate a rules directory.")
+def rules_command(
+    check: Annotated[Path | None, typer.Option("--check", metavar="DIR", help="Validate the rule files in DIR and exit.")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also list the rules in DIR.")] = None,
+) -> None:
+    from reviewer.rules import doc as rulesdoc
+
+    if check is not None:
+        for line in rulesdoc.check_rules_dir(check):
+            print(line)
+        return
+    sys.stdout.write(rulesdoc.list_rules(rules or []))
+
+
+@sub_app.command("demo", help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
+def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
+    if fmt in B4_FORMATS:
+        raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
+    from reviewer.cli import demo as demo_mod
+
+    with demo_mod.prepared() as (mbox, tree):
+        # The bundled series is ours, so its selftests run; the benchmark is shortened (the
+        # kernel's makes 25,000,000 calls per figure).
+        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree, run_tests=True,
+                          envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
+        result, error = run(request, fmt, color)
+    finish(result, error, fmt=fmt, color=color)
+
+
+@sub_app.command("install-hook", help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
+def install_hook_command(
+    repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
+    strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
+) -> None:
+    from reviewer.cli import hook
+
+    path, replaced = hook.install((repo or Path.cwd()).resolve(), strict)
+    print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
+
+
+@sub_app.command("uninstall-hook", help="Remove the pre-push hook installed by `review install-hook`.")
+def uninstall_hook_command(
+    repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
+) -> None:
+    from reviewer.cli import hook
+
+    path = hook.uninstall((repo or Path.cwd()).resolve())
+    print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
+
+
+@sub_app.command("pre-push", hidden=True, help="Run by the installed pre-push hook: review what is pushed.")
+def pre_push_command(
+    remote: Annotated[str, typer.Argument()] = "origin",
+    url: Annotated[str, typer.Argument()] = "",
+    strict: Annotated[bool, typer.Option("--strict")] = False,
+) -> None:
+    from reviewer.cli import hook
+
+    cwd = Path.cwd().resolve()
+    top = hook.toplevel(cwd)
+    worst = ExitStatus.OK
+    for push in hook.pushes(top, remote, sys.stdin.read().splitlines()):
+        print(f"review: checking {push.ref} ({push.spec}) before pushing to {remote}", file=sys.stderr)
+        result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
+        if reportable(result, error):
+            report(result, Format.TERMINAL, None)
+        if error is not None and not isinstance(error, (ApplyError, SelftestError)):
+            raise error
+        status = ExitStatus(error.status) if error is not None else status_of(result.findings, strict)
+        worst = max(worst, status)
+    if worst:
+        print(f"review: error: push blocked: the review of the pushed commits failed (exit {int(worst)})", file=sys.stderr)
+        print("hint: fix the findings above, or push with --no-verify to skip the check", file=sys.stderr)
+    raise typer.Exit(worst)
+
+

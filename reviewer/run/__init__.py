@@ -1,0 +1,1 @@
+"""Running what a series brings and ending cleanly: the sandbox, private files, deadlines, signals."""

@@ -1,0 +1,77 @@
+"""Benchmarks reviewers run by hand, and how to read their numbers; base vs patched."""
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer.model import BenchResult
+from reviewer.run.sandbox import Sandbox
+from reviewer.selftests.choose import TestRef
+from reviewer.selftests.run import run_test
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str
+    test: TestRef
+    args: tuple[str, ...]
+    pattern: re.Pattern[str]  # one match per metric: groups `metric` and `value`
+    unit: str
+    lower_is_better: bool = True
+    opt_in: bool = False  # too long to run unless asked for by name (--bench)
+    timeout: float = 600.0  # benchmarks run longer than the dir's test timeout
+
+
+_SINGLE = re.compile(r"^\s*(?P<metric>vdso|libc|syscall):\s+\d+ times in (?P<value>[\d.]+) seconds", re.M)
+_MULTI = re.compile(r"^\s*(?P<metric>vdso|libc|syscall):\s+\d+ x \d+ times in (?P<value>[\d.]+) seconds", re.M)
+
+# The vDSO getrandom() benchmarks of tools/testing/selftests/vDSO (25,000,000 calls each in
+# the kernel's version): vdso vs libc vs syscall, the figures reviewers quote on the list.
+BENCHMARKS: dict[str, Benchmark] = {
+    b.name: b
+    for b in (
+        Benchmark("vdso_test_getrandom bench-single", TestRef("vDSO", "vdso_test_getrandom"), ("bench-single",), _SINGLE, "s"),
+        # 256 threads x 25,000,000 calls per flavour: tens of minutes on a 2-core machine.
+        Benchmark("vdso_test_getrandom bench-multi", TestRef("vDSO", "vdso_test_getrandom"), ("bench-multi",), _MULTI, "s", opt_in=True),
+    )
+}
+
+
+def for_tests(refs: list[TestRef], asked: tuple[str, ...] = ()) -> list[Benchmark]:
+    """The benchmarks whose program is among REFS (or in a chosen directory); opt-in ones only if ASKED."""
+    relevant = [b for b in BENCHMARKS.values() if any(r == b.test or (r.name is None and r.dir == b.test.dir) for r in refs)]
+    return [b for b in relevant if not b.opt_in or b.name in asked]
+
+
+def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int) -> Iterator[BenchResult]:
+    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric."""
+    samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
+    notes: list[str] = []
+    for _ in range(runs):
+        for label, wt in trees.items():
+            run = run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout)
+            found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
+            if not found:
+                notes.append(f"{label}: {run.result} {run.reason}".strip())
+            for metric, value in found.items():
+                samples[label].setdefault(metric, []).append(value)
+    metrics = dict.fromkeys(m for side in samples.values() for m in side)
+    for metric in metrics:
+        yield _compare(bench, env, metric, samples.get("base", {}).get(metric, []),
+                       samples.get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes)))
+
+
+def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str) -> BenchResult:
+    b = statistics.median(base) if base else None
+    p = statistics.median(patched) if patched else None
+    ratio = p / b if b and p is not None else None
+    return BenchResult(bench.name, env, metric, bench.unit, b, p, ratio, runs, max(_spread(base), _spread(patched)), note)
+
+
+def _spread(values: list[float]) -> float:
+    if len(values) < 2 or not statistics.median(values):
+        return 0.0
+    return (max(values) - min(values)) / statistics.median(values)

@@ -1,0 +1,236 @@
+"""Building and running the chosen kselftests in a worktree, inside the sandbox."""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reviewer import ktap
+from reviewer.model import TestRun
+from reviewer.proc import Sandboxed
+from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox, available, read_untrusted
+from reviewer.selftests.choose import SELFTESTS, TestRef
+
+DEFAULT_TIMEOUT = 45.0  # the kselftest runner's default; a dir's `settings` file may change it
+def timeout_for(wt: Path, test_dir: str) -> float:
+    """The directory's `settings` timeout (kselftest's runner: timeout=0 is none at all: inf), else 45 s.
+    The file is the series': read without following a symlink or blocking on a FIFO."""
+    try:
+        text = read_untrusted(wt / SELFTESTS / test_dir / "settings").decode(errors="replace")
+    except OSError:
+        return DEFAULT_TIMEOUT
+    for line in text.splitlines():
+        if m := re.match(r"^\s*timeout\s*=\s*(\d+)", line):
+            return float(m[1]) or math.inf
+    return DEFAULT_TIMEOUT
+
+
+def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900) -> tuple[bool, str]:
+    """`make -C tools/testing/selftests TARGETS=...` in the sandbox, after `make headers`
+    when a directory builds against the tree's uapi headers (KHDR_INCLUDES); (ok, log)."""
+    jobs = f"-j{os.cpu_count() or 1}"
+    log = ""
+    if needs_headers(wt, dirs):
+        done = sandbox.run(["make", "headers", jobs], cwd=wt, timeout=timeout, tree=wt)
+        log = done.output
+        if done.timed_out or done.returncode != 0:
+            return False, log + "\n(make headers failed)"
+    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout, tree=wt)
+    if done.timed_out:
+        return False, log + done.output + f"\n(build killed after {timeout:g}s)"
+    return done.returncode == 0, log + done.output
+
+
+def needs_headers(wt: Path, dirs: Sequence[str]) -> bool:
+    """A kernel tree (it has a `headers` make target) without installed headers, and a test dir using them."""
+    if (wt / "usr/include/linux").is_dir() or b"headers_install" not in _read(wt / "Makefile"):
+        return False
+    return any(b"KHDR_INCLUDES" in _read(wt / SELFTESTS / d / "Makefile") for d in dirs)
+
+
+def _read(path: Path, limit: int = 16 << 20) -> bytes:
+    """A file of the tree (the series': perhaps a symlink or a FIFO), or nothing."""
+    try:
+        return read_untrusted(path, limit)
+    except OSError:
+        return b""
+
+
+# lib.mk's run_tests runs $(TEST_GEN_PROGS) $(TEST_CUSTOM_PROGS) $(TEST_PROGS), in this order (its
+# emit_tests lists the same); the other lists are built or installed for the tests to use, never run.
+RUN_VARS = ("TEST_GEN_PROGS", "TEST_CUSTOM_PROGS", "TEST_PROGS")
+OTHER_VARS = ("TEST_GEN_PROGS_EXTENDED", "TEST_PROGS_EXTENDED", "TEST_FILES", "TEST_GEN_FILES")
+RUNLIST_TIMEOUT = 120.0  # reading a Makefile is quick (bpf, the slowest in 6.12: ~8 s), but it runs the series' $(shell ...)
+_TAG = "reviewer-runlist:"
+# Read after the directory's Makefile (`make -f Makefile -f this`), so that every variable is printed
+# as make and lib.mk leave it: +=, conditionals, $(shell ...), arch filters, $(OUTPUT)/ prefixes.
+# $(info) prints without a shell, so no quoting of the values is needed. Works on any lib.mk.
+_PRINT_MK = (
+    "# Written by reviewer: print the kselftest lists of the directory's Makefile.\n"
+    ".PHONY: reviewer-runlist\n"
+    "reviewer-runlist:\n"
+    + "".join(f"\t$(info {_TAG} {v} $({v}))\n" for v in (*RUN_VARS, *OTHER_VARS))
+    + "\t@:\n"
+)
+
+
+@dataclass(frozen=True)
+class RunList:
+    """What `make run_tests` runs in a directory, as paths relative to it (kselftest's order), and the
+    files of its other lists; ERROR (with make's LOG) when the Makefile could not be read."""
+
+    tests: tuple[str, ...] = ()
+    others: tuple[tuple[str, str], ...] = ()  # (path, the variable that lists it)
+    error: str = ""
+    log: str = ""
+
+    def role(self, name: str) -> str | None:
+        """The variable that lists NAME without running it (TEST_GEN_PROGS_EXTENDED...), if one does."""
+        return next((var for path, var in self.others if path == name), None)
+
+
+def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST_TIMEOUT) -> RunList:
+    """Ask make for TEST_DIR's run list, the way lib.mk's run_tests and emit_tests expand it.
+
+    The Makefile is the series' code ($(shell ...) runs), so make runs in the sandbox, like the build,
+    and only where the tests are being built anyway. OUTPUT is the directory, as
+    tools/testing/selftests/Makefile passes it to an in-tree build. A directory this tree does not
+    have lists nothing."""
+    folder = wt / SELFTESTS / test_dir
+    if not folder.is_dir():
+        return RunList()
+    if not (folder / "Makefile").is_file():
+        return RunList(error=f"{SELFTESTS}/{test_dir} has no Makefile")
+    out = folder.resolve()
+    sandbox.scratch.mkdir(parents=True, exist_ok=True)
+    # A fresh directory: the build ran the series' code with this scratch as its HOME, and a file
+    # of a fixed name there could be its symlink to anywhere.
+    with tempfile.TemporaryDirectory(prefix="runlist-", dir=sandbox.scratch) as private:
+        printer = Path(private) / "print.mk"
+        printer.write_text(_PRINT_MK)
+        done = sandbox.run(["make", "-s", "--no-print-directory", "-C", out, "-f", "Makefile", "-f", printer, f"OUTPUT={out}", "reviewer-runlist"],
+                           cwd=wt, timeout=timeout, tree=wt)
+    values = _printed(done.output)
+    if done.timed_out:
+        return RunList(error=f"make was killed after {timeout:g}s reading {SELFTESTS}/{test_dir}/Makefile", log=done.output)
+    if done.returncode != 0 or set(values) != {*RUN_VARS, *OTHER_VARS}:
+        last = (done.output.strip().splitlines() or ["no output"])[-1][:200]
+        return RunList(error=f"make could not read {SELFTESTS}/{test_dir}/Makefile (exit {done.returncode}): {last}", log=done.output)
+    tests = [_relative(out, w) for v in RUN_VARS for w in values[v]]
+    others = [(_relative(out, w), v) for v in OTHER_VARS for w in values[v]]
+    return RunList(tuple(dict.fromkeys(tests)), tuple(dict.fromkeys(others)))
+
+
+def _printed(output: str) -> dict[str, list[str]]:
+    values: dict[str, list[str]] = {}
+    for line in output.splitlines():
+        if line.startswith(_TAG):
+            var, _, value = line.removeprefix(_TAG).strip().partition(" ")
+            values[var] = value.split()
+    return values
+
+
+def _relative(folder: Path, word: str) -> str:
+    """A listed path (absolute with $(OUTPUT)/, or relative to the directory) relative to the directory."""
+    return os.path.relpath(os.path.join(folder, word), folder)
+
+
+@dataclass(frozen=True)
+class Observed:
+    run: TestRun
+    notes: tuple[str, ...] = ()  # what the sandbox saw the test do besides its result: each one a warning
+
+
+def run_test(
+    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None,
+    cap: float = MAX_TEST_SECONDS,
+) -> TestRun:
+    """Run one test program (REF.name may be a path below its directory) from the directory it is in,
+    as kselftest's runner does; never raises for the test's own failures."""
+    return run_observed(wt, ref, tree=tree, env=env, sandbox=sandbox, args=args, timeout=timeout, cap=cap).run
+
+
+def run_observed(
+    wt: Path, ref: TestRef, *, tree: str, env: str, sandbox: Sandbox, args: Sequence[str] = (), timeout: float | None = None,
+    cap: float = MAX_TEST_SECONDS,
+) -> Observed:
+    """run_test, and what the sandbox saw. TIMEOUT (the tool's own, for a benchmark) or else the
+    directory's `settings` timeout, which CAP (--test-timeout) bounds: the series wrote that file."""
+    assert ref.name is not None
+    name = f"{ref}" + (f" {' '.join(args)}" if args else "")
+    if (why := available(env)) is not None:
+        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}"))
+    program = wt / SELFTESTS / ref.dir / ref.name
+    if not program.is_file():
+        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)"))
+    if not program.resolve().is_relative_to(wt.resolve()):
+        return Observed(TestRun(name, tree, env, ktap.Result.ERROR, 0.0, "a symlink out of the tree: not run"))
+    argv = command(program, wt / SELFTESTS / ref.dir)
+    if argv is None:
+        return Observed(TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either"))
+    asked = timeout or timeout_for(wt, ref.dir)
+    limit = asked if timeout else min(asked, cap)
+    done = sandbox.run([*argv, *args], cwd=program.parent, timeout=limit, env_name=env, tree=wt)
+    log = ktap.parse(done.output)
+    seen = _seen(done, f"was cut short at {limit:g}s by --test-timeout (its settings file asks for {_asked(asked)})"
+                 if done.timed_out and limit < asked else "")
+    notes = tuple(long for _, long in seen)
+    if done.timed_out:
+        why = f"killed after {limit:g}s" + (f" (--test-timeout; its settings file asks for {_asked(asked)})" if limit < asked else "")
+        return Observed(TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, why, done.output, log.tests), notes)
+    result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(done.returncode or 0, ktap.Result.FAIL)
+    reason = "" if result is ktap.Result.PASS else _reason(done.returncode, log)
+    if seen:  # never a plain pass: the table says what the sandbox saw
+        reason = "; ".join(x for x in (reason, "sandbox: " + ", ".join(short for short, _ in seen)) if x)
+    return Observed(TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests), notes)
+
+
+def _asked(seconds: float) -> str:
+    return "no timeout (timeout=0)" if math.isinf(seconds) else f"{seconds:g}s"
+
+
+def _seen(done: Sandboxed, cut: str) -> list[tuple[str, str]]:
+    """(short, long) for each thing the sandbox saw: the cap cut the test short (CUT), processes
+    left, files written outside the tree, the guard killed."""
+    seen = [("cut short by --test-timeout", cut)] if cut else []
+    if done.left:
+        n = len(done.left)
+        seen.append(("left processes running", f"left {n} process{'es' if n > 1 else ''} running when it exited "
+                     f"(the sandbox killed them): {_some(done.left)}"))
+    if done.wrote:
+        seen.append(("wrote outside its tree", "wrote outside its tree (into the sandbox's throw-away file systems; "
+                     f"the host's were not touched): {_some(done.wrote)}"))
+    if done.lost:
+        seen.append(("killed its guard", "killed the sandbox's guard: what it left running or wrote is unknown"))
+    return seen
+
+
+def _some(items: Sequence[str], shown: int = 8) -> str:
+    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+    return ", ".join(items[:shown]) + more
+
+
+def command(program: Path, test_dir: Path) -> list[str] | None:
+    """How kselftest's runner.sh (6.12, run_one) starts PROGRAM from its own directory: `./name` if it
+    is executable; else through TEST_DIR's executable ksft_runner.sh; else with the interpreter
+    its #! line names (word-split, as the runner's unquoted $cmd is); None: it cannot be started
+    (the runner reports it `not ok`). A script whose patch carries no mode (a plain diff, not git's
+    `new file mode 100755`) is checked out without its x bit: it still runs, through its #! line."""
+    if os.access(program, os.X_OK):
+        return [f"./{program.name}"]
+    if os.access(test_dir / "ksft_runner.sh", os.X_OK):
+        return ["./ksft_runner.sh", f"./{program.name}"]
+    first = _read(program, 4096).split(b"\n", 1)[0].decode(errors="replace")
+    if first.startswith("#!") and (interpreter := first[2:].split()):
+        return [*interpreter, f"./{program.name}"]
+    return None
+
+
+def _reason(rc: int | None, log: ktap.KtapLog) -> str:
+    bad = [t for t in log.tests if t.result not in (ktap.Result.PASS, ktap.Result.XFAIL)]
+    detail = "; ".join(f"{t.result} {t.number} {t.name}" + (f" ({t.reason})" if t.reason else "") for t in bad[:3])
+    return f"exit={rc}" + (f": {detail}" if detail else "")

@@ -1,0 +1,192 @@
+"""The selftest stage: build and run the chosen tests on base and patched, compare, benchmark.
+
+A whole directory runs what `make run_tests` runs there, as make expands its Makefile on each tree
+(selftests.run_list: TEST_GEN_PROGS, TEST_CUSTOM_PROGS, TEST_PROGS); a test that a tree's list
+lacks is a SKIP on that tree. A single test (`--tests dir:name`, a rule's hint) is run even when
+its directory's list lacks it, since someone asked for it by name: then an info finding says
+that `make run_tests` would not run it, and what lists it instead (a TEST_GEN_PROGS_EXTENDED
+helper, a TEST_FILES file), so that its result is not read as the directory's.
+
+Everything runs in the sandbox (sandbox.py). A test that left processes running, wrote outside its
+tree or was cut short by --test-timeout is a `sandbox` warning naming it, on each tree it did so.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reviewer import ktap
+from reviewer.model import BenchResult, Finding, Level, TestRun
+from reviewer.run import private
+from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
+from reviewer.selftests import bench
+from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
+from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, run_list, run_observed
+
+BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
+RULE = "selftests"
+SANDBOX = "sandbox"  # warnings: what the sandbox saw a test do (processes left, files written outside its tree, the cap)
+
+
+@dataclass(frozen=True)
+class Plan:
+    chosen: tuple[Chosen, ...]
+    envs: tuple[str, ...] = ("plain",)
+    bench_runs: int = 3
+    slower_than: float = 1.25  # patched/base ratio above which a benchmark is a warning
+    extra_env: dict[str, str] = field(default_factory=dict)
+    benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name
+    test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: caps what a directory's settings file asks for
+
+
+@dataclass(frozen=True)
+class Outcome:
+    runs: tuple[TestRun, ...]
+    benchmarks: tuple[BenchResult, ...]
+    findings: tuple[Finding, ...]
+
+    @property
+    def regressions(self) -> list[Finding]:
+        return [f for f in self.findings if f.level is Level.ERROR]
+
+
+def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
+    """TREES maps "base" and "patched" to worktrees; both are built and tested."""
+    sandbox = Sandbox(scratch, plan.extra_env)
+    dirs = sorted({c.ref.dir for c in plan.chosen})
+    runs: list[TestRun] = []
+    built: dict[str, bool] = {}
+    for label, wt in trees.items():
+        ok, log = build(wt, dirs, sandbox)
+        built[label] = ok
+        if not ok:
+            runs.append(TestRun(f"build {' '.join(dirs)}", label, "-", ktap.Result.ERROR, 0.0, _last_error(log), log))
+    lists = {label: {d: run_list(wt, d, sandbox) for d in dirs} for label, wt in trees.items() if built[label]}
+    runs += [TestRun(f"run list {d}", label, "-", ktap.Result.ERROR, 0.0, rl.error, rl.log)
+             for label, per in lists.items() for d, rl in per.items() if rl.error]
+    refs = _expand(plan.chosen, lists)
+    asked = {c.ref: c.why for c in plan.chosen if c.ref.name}
+    seen: list[Finding] = []
+    for env in plan.envs:
+        for ref in refs:
+            for label, per in lists.items():
+                if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
+                    runs.append(o.run)
+                    seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
+    findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
+    # A benchmark means something only as a comparison: both trees must have built.
+    comparable = len(trees) > 1 and all(built.values())
+    results = [r for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs
+               for r in bench.measure(b, trees, env, sandbox, plan.bench_runs)]
+    findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
+    return Outcome(tuple(runs), tuple(results), tuple(findings))
+
+
+def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
+    """Keep each run's output (a build's log, a test's KTAP) as DIRECTORY/<tree>-<env>-<test>.log, so
+    that the terminal report's reader can open it; DIRECTORY is made only when there is output."""
+    saved = 0
+    for r in (r for r in runs if r.log):
+        private.make_dir(directory)  # a test's output holds whatever it could read: the user's eyes only
+        name = re.sub(r"[^\w.+-]+", "_", f"{r.tree}-{r.env}-{r.test}").strip("_")
+        private.write_private(directory / f"{name}.log", (r.log if r.log.endswith("\n") else r.log + "\n").encode())
+        saved += 1
+    return saved
+
+
+def _expand(chosen: Iterable[Chosen], lists: dict[str, dict[str, RunList]]) -> list[TestRef]:
+    """The single tests asked for, and each chosen directory's run list (those of all trees, in order)."""
+    refs: list[TestRef] = []
+    for c in chosen:
+        if c.ref.name:
+            refs.append(c.ref)
+        else:
+            refs += [TestRef(c.ref.dir, n) for per in lists.values() for n in per[c.ref.dir].tests]
+    return list(dict.fromkeys(refs))
+
+
+def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool, cap: float) -> Observed | None:
+    """Run REF on one tree if it was asked for or is in that tree's run list; None if the list could not be read."""
+    assert ref.name is not None
+    if asked or ref.name in listed.tests:
+        return run_observed(wt, ref, tree=label, env=env, sandbox=sandbox, cap=cap)
+    if listed.error:
+        return None  # the tree's "run list" ERROR says why nothing of the directory runs there
+    role = listed.role(ref.name)
+    return Observed(TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
+                    f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else "")))
+
+
+def _last_error(log: str) -> str:
+    errors = [ln.strip() for ln in log.splitlines() if "error" in ln.lower()]
+    return (errors or log.strip().splitlines()[-1:] or ["build failed"])[0][:200]
+
+
+def _build_findings(built: dict[str, bool], dirs: list[str]) -> Iterable[Finding]:
+    if built.get("patched") is False:
+        level = Level.ERROR if built.get("base", True) else Level.WARNING
+        extra = "" if built.get("base", True) else " (it does not build on the base either)"
+        yield Finding(RULE, level, f"the selftests in {', '.join(dirs)} do not build on the patched tree{extra}")
+
+
+def _list_findings(lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:
+    """A directory whose Makefile make could not read after it built: an error if only the series broke it."""
+    for label, per in lists.items():
+        for d, listed in per.items():
+            if listed.error:
+                fine_on_base = label == "patched" and "base" in lists and not lists["base"][d].error
+                yield Finding(RULE, Level.ERROR if fine_on_base else Level.WARNING, f"the tests of {d} were not run on the {label} tree: {listed.error}")
+
+
+def _unlisted(asked: dict[TestRef, tuple[str, ...]], lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:
+    """A test asked for by name that `make run_tests` would not run on the tree under review (the
+    patched one): say so, what lists it instead, and why it ran."""
+    label = "patched" if "patched" in lists else next(iter(lists), None)
+    if label is None:
+        return
+    for ref, why in sorted(asked.items(), key=lambda kv: str(kv[0])):
+        listed = lists[label][ref.dir]
+        if listed.error or ref.name is None or ref.name in listed.tests:
+            continue
+        yield Finding(RULE, Level.INFO,
+                      f"{ref} is not in the run list of {SELFTESTS}/{ref.dir}/Makefile ({', '.join(RUN_VARS)}) on the {label} tree "
+                      f"({_listed_as(listed.role(ref.name))}): it was run because it was asked for ({'; '.join(why)}), "
+                      "but `make run_tests` does not run it")
+
+
+def _listed_as(role: str | None) -> str:
+    if role is None:
+        return "no kselftest list there names it"
+    return f"it is in {role}" + (", for helpers that other tests run" if role == "TEST_GEN_PROGS_EXTENDED" else "")
+
+
+def _compare(runs: list[TestRun]) -> Iterable[Finding]:
+    by_key: dict[tuple[str, str], dict[str, TestRun]] = {}
+    for r in runs:
+        if r.env != "-":
+            by_key.setdefault((r.test, r.env), {})[r.tree] = r
+    for (test, env), sides in by_key.items():
+        base, patched = sides.get("base"), sides.get("patched")
+        if patched is None:
+            continue
+        if patched.result in BAD and (base is None or base.result not in BAD):
+            yield Finding(RULE, Level.ERROR, f"{test} {patched.result}s on the patched tree ({env}){_was(base)}: {patched.reason}")
+        elif patched.result in BAD:
+            yield Finding(RULE, Level.WARNING, f"{test} {patched.result}s on both base and patched ({env}): {patched.reason}")
+        elif base is not None and base.result in BAD:
+            yield Finding(RULE, Level.INFO, f"{test} is fixed by the series ({env}): {base.result} on base, {patched.result} on patched")
+
+
+def _was(base: TestRun | None) -> str:
+    return f", {base.result} on base" if base is not None else ""
+
+
+def _slower(r: BenchResult, limit: float) -> Finding:
+    assert r.ratio is not None and r.base is not None and r.patched is not None
+    return Finding(
+        "benchmarks", Level.WARNING,
+        f"{r.name} [{r.metric}] is {r.ratio:.2f}x slower on the patched tree ({r.env}): {r.base:.3f}{r.unit} -> {r.patched:.3f}{r.unit} "
+        f"(median of {r.runs}, threshold {limit:g}x)",
+    )

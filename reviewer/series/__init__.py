@@ -1,0 +1,1 @@
+"""Load and parse: what the user named -> the series' mails -> patches (b4, unidiff, lore)."""

@@ -1,0 +1,225 @@
+"""What the user named: a file, a directory, a git range or a Message-ID -> Series."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from reviewer.errors import ConfigError, FetchError, InputError
+from reviewer.model import Series
+from reviewer.proc import run
+from reviewer.series import fetch, lore, msgid
+from reviewer.store import threads as cache
+
+if TYPE_CHECKING:
+    import git  # GitPython: imported where a git range is read (~30 ms of start-up otherwise)
+
+
+class Kind(StrEnum):
+    MBOX = "mbox"
+    MAILDIR = "maildir"
+    PATCHDIR = "patchdir"
+    RANGE = "range"
+    MSGID = "msgid"
+    STDIN = "stdin"
+
+
+@dataclass(frozen=True)
+class Target:
+    kind: Kind
+    text: str
+    path: Path | None = None
+    ref: msgid.MsgRef | None = None
+
+
+def classify(text: str, cwd: Path) -> Target:
+    """Decide what TEXT names. Files win over everything, then ids, then git revisions."""
+    if text == "-":
+        return Target(Kind.STDIN, text)
+    path = Path(text) if Path(text).is_absolute() else cwd / text
+    if path.is_dir():
+        is_maildir = all((path / d).is_dir() for d in ("cur", "new", "tmp"))
+        return Target(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
+    if path.exists():
+        return Target(Kind.MBOX, text, path)
+    if msgid.looks_like_range(text):
+        return Target(Kind.RANGE, text)
+    ref = msgid.parse(text)
+    if ref is not None:
+        return Target(Kind.MSGID, text, ref=ref)
+    if _looks_like_path(text):
+        raise InputError(f"{text}: no such file or directory", "check the path; give an mbox, a maildir or a git format-patch directory")
+    return Target(Kind.RANGE, text)
+
+
+def _looks_like_path(text: str) -> bool:
+    return "/" in text and not text.startswith(("origin/", "refs/")) or text.endswith((".mbox", ".patch", ".eml", ".mbx"))
+
+
+@dataclass(frozen=True)
+class Remote:
+    """How to reach lore for a Message-ID target (the CLI's --lore-url, --no-cache, --offline)."""
+
+    lore_url: str | None = None
+    no_cache: bool = False
+    offline: bool = False
+
+
+def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False, remote: Remote | None = None) -> Series:
+    """Read the messages TARGET names and build the series from them."""
+    if target.kind is Kind.MSGID:
+        assert target.ref is not None
+        msgs = _fetch(target.ref, cwd, remote or Remote())
+        series = fetch.build_series(msgs, target.text, revision, debug)
+        if series.revisions and series.version < max(series.revisions):
+            lore.note(f"note: a newer revision of this series exists (v{max(series.revisions)}); reviewing v{series.version} as asked")
+        return series
+    if target.kind is Kind.RANGE:
+        msgs, base = range_messages(cwd, target.text)
+        series = fetch.build_series(msgs, target.text, revision, debug)
+        return series if series.base_commit else _with_base(series, base)
+    msgs = _read(target)
+    if not msgs:
+        raise InputError(f"{target.text}: empty input, no mail in it", "give an mbox or format-patch output holding a patch series")
+    return fetch.build_series(msgs, target.text, revision, debug)
+
+
+def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
+    """The thread of REF, from the cache when fresh (or --offline), else from lore (then cached)."""
+    if remote.offline:
+        return fetch.split_thread(_offline(ref))
+    server = lore.Server(lore.base_url(ref, remote.lore_url, cwd))
+    fresh = _fresh_seconds(cwd)
+    if not remote.no_cache:
+        cached = _cached(ref, fresh)
+        if cached is not None:
+            return fetch.split_thread(cached)
+    full = ref.msgid
+    if ref.truncated:
+        full = lore.resolve(server, ref.msgid)
+        # Several cached threads started with the prefix: now that lore said which, it may be cached.
+        cached = None if remote.no_cache else cache.read(full, fresh)
+        if cached is not None:
+            return fetch.split_thread(cached)
+    msgs = fetch.split_thread(server.thread_mbox(full))
+    try:
+        msgs = fetch.with_other_revisions(msgs, server.url, server.session, server.policy.timeout)
+    except FetchError as exc:
+        lore.note(f"warning: {exc.message}")
+    cache.write(full, fetch.to_mbox(msgs))
+    return msgs
+
+
+def _cached(ref: msgid.MsgRef, fresh: float) -> bytes | None:
+    """A fresh cached thread for REF without asking lore; a truncated id only when exactly one
+    cached thread starts with it (lore would be asked to resolve an ambiguous one)."""
+    ids = _cached_ids(ref)
+    data = cache.read(ids[0], fresh) if len(ids) == 1 else None
+    if data is not None and ref.truncated:
+        lore.note(f"resolved {ref.msgid} to {ids[0]} (a thread cached in the last {fresh / 60:g} minutes)")
+    return data
+
+
+def _cached_ids(ref: msgid.MsgRef) -> list[str]:
+    """The cached Message-IDs REF may name: those starting with it when it is truncated."""
+    return cache.starting_with(ref.msgid) if ref.truncated else [ref.msgid]
+
+
+def _offline(ref: msgid.MsgRef) -> bytes:
+    hint = "run once without --offline to fetch and cache it"
+    ids = _cached_ids(ref)
+    if len(ids) > 1:
+        raise FetchError(f"{ref.msgid!r} is ambiguous: {len(ids)} cached series match: {', '.join(ids)}", "give more of the Message-ID")
+    data = cache.read(ids[0], max_age=None) if ids else None
+    if data is None:
+        raise FetchError(f"<{ref.msgid}> is not in the cache ({cache.directory()}) and --offline forbids fetching it", hint)
+    return data
+
+
+def _fresh_seconds(cwd: Path) -> float:
+    minutes = run(["git", "config", "--get", "reviewer.cacheMinutes"], cwd=cwd, check=False, timeout=10).stdout.strip()
+    try:
+        return float(minutes) * 60 if minutes else cache.FRESH_SECONDS
+    except ValueError:
+        raise ConfigError(f"git config reviewer.cacheMinutes: {minutes!r} is not a number", "set it to a number of minutes, e.g. 10") from None
+
+
+def _read(target: Target) -> list[fetch.Message]:
+    if target.kind is Kind.STDIN:
+        import sys
+
+        return [fetch.parse_bytes(sys.stdin.buffer.read(), "stdin")]
+    assert target.path is not None
+    if target.kind is Kind.PATCHDIR:
+        files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
+        if not files:
+            raise InputError(f"{target.text}: no *.patch files in this directory", "point at the output directory of `git format-patch`")
+        return [m for f in files for m in _read_file(f)]
+    return _read_file(target.path)
+
+
+def _read_file(path: Path) -> list[fetch.Message]:
+    try:
+        return fetch.read_mbox(path)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read: {exc.strerror}", "check the file's permissions") from exc
+
+
+def _with_base(series: Series, base: str) -> Series:
+    from dataclasses import replace
+
+    return replace(series, base_commit=base)
+
+
+def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
+    """`git format-patch` the commits of SPEC in the repository at CWD; return them and the base."""
+    import git
+
+    try:
+        repo = git.Repo(cwd, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        raise InputError(f"{spec}: not a file, a Message-ID, and {cwd} is not a git repository", "give an mbox or directory, or run in (or -C) the kernel tree") from exc
+    start, end = _split_range(spec)
+    base = _resolve(repo, start, spec)
+    tip = _resolve(repo, end, spec)
+    if ".." in spec and "..." in spec:
+        base = repo.merge_base(base, tip)[0].hexsha
+    out = run(
+        ["git", "-C", str(repo.working_dir), "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}"],
+        timeout=300,
+    ).stdout
+    if not out.strip():
+        raise InputError(f"{spec}: the range holds no commits", f"check the range: `git log --oneline {spec}` shows nothing")
+    return _split_stdout_mbox(out), base
+
+
+def _split_range(spec: str) -> tuple[str, str]:
+    sep = "..." if "..." in spec else ".."
+    if sep not in spec:
+        return spec, "HEAD"  # like format-patch: commits since REV
+    start, end = spec.split(sep, 1)
+    return start or "HEAD", end or "HEAD"
+
+
+def _resolve(repo: git.Repo, rev: str, spec: str) -> str:
+    import git
+
+    try:
+        return repo.commit(rev).hexsha
+    except (git.BadName, ValueError) as exc:
+        raise InputError(f"{spec}: unknown revision {rev!r} in {repo.working_dir}", "check the range with `git log --oneline RANGE`") from exc
+
+
+def _split_stdout_mbox(text: str) -> list[fetch.Message]:
+    chunks: list[str] = []
+    cur: list[str] = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("From ") and line.rstrip().endswith("Mon Sep 17 00:00:00 2001") and cur:
+            chunks.append("".join(cur))
+            cur = []
+        cur.append(line)
+    chunks.append("".join(cur))
+    # The `From <sha>` line is git's, not a header: the mail starts after it.
+    return [fetch.parse_bytes(c.partition("\n")[2].encode(), f"commit {n} of the range")
+            for n, c in enumerate((c for c in chunks if c.strip()), start=1)]

@@ -1,0 +1,1 @@
+"""The user's kernel tree: git, the base tree the checks read, MAINTAINERS."""

@@ -1,0 +1,128 @@
+from __future__ import annotations
+
+import socket
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from reviewer import ktap
+from reviewer.model import Change, FileChange, Patch, Person, Series
+from reviewer.run.sandbox import Sandbox
+from reviewer.selftests.bench import BENCHMARKS, for_tests, measure
+from reviewer.selftests.choose import TestRef, choose
+from reviewer.selftests.run import build, run_list, run_test, timeout_for
+
+MAINTAINERS = """List of maintainers
+
+VDSO GETRANDOM
+M:	Some One <one@example.org>
+S:	Maintained
+F:	lib/vdso/getrandom.c
+F:	arch/*/include/asm/vdso/getrandom.h
+F:	tools/testing/selftests/vDSO/
+
+DMA POOL
+M:	Pool Keeper <pool@example.org>
+F:	mm/dmapool.c
+F:	mm/dmapool_test.c
+"""
+
+
+def _series(*paths: str) -> Series:
+    files = tuple(FileChange(path=p, old_path=p, change=Change.MODIFIED) for p in paths)
+    patch = Patch(1, 1, "x: y", "a@b", Person("A", "a@b"), None, "", "", files=files)
+    return Series("x: y", 1, "a@b", Person("A", "a@b"), None, 1, (patch,))
+
+
+def test_choose_unions_hints_touched_dirs_and_maintainers() -> None:
+    series = _series("arch/loongarch/include/asm/vdso/getrandom.h", "tools/testing/selftests/timens/clock.c")
+    chosen = {str(c.ref): c.why for c in choose(series, [("vDSO:vdso_test_getrandom", "rule vdso-getrandom-new-arch")], MAINTAINERS)}
+    assert set(chosen) == {"vDSO", "timens"}
+    assert "rule vdso-getrandom-new-arch" in chosen["vDSO"]
+    assert any("MAINTAINERS 'VDSO GETRANDOM' covers arch/loongarch/include/asm/vdso/getrandom.h" in w for w in chosen["vDSO"])
+    assert chosen["timens"] == ("the series touches tools/testing/selftests/timens/clock.c",)
+
+
+def test_choose_nothing_for_unrelated_files() -> None:
+    assert choose(_series("mm/dmapool.c"), [], MAINTAINERS) == []
+
+
+def test_single_tests_stay_single_without_a_dir_reason() -> None:
+    chosen = choose(_series("Documentation/index.rst"), [("vDSO:vdso_test_chacha", "rule r")], MAINTAINERS)
+    assert [str(c.ref) for c in chosen] == ["vDSO:vdso_test_chacha"]
+
+
+@pytest.fixture(scope="module")
+def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from reviewer.tree.plainrepo import build_base_repo
+
+    tree = tmp_path_factory.mktemp("wt") / "linux"
+    build_base_repo(Path(__file__).resolve().parents[3] / "fixtures" / "kernel-mini", tree)
+    ok, log = build(tree, ["vDSO"], Sandbox(tree.parent / "scratch"))
+    assert ok, log
+    return tree
+
+
+def test_build_and_run_the_vdso_selftests(built_tree: Path, tmp_path: Path) -> None:
+    listed = run_list(built_tree, "vDSO", Sandbox(tmp_path))  # kernel-mini's Makefile: the last two on x86 only
+    assert listed.tests == ("vdso_test_gettimeofday", "vdso_test_getrandom", "vdso_test_chacha") and listed.others == ()
+    run = run_test(built_tree, TestRef("vDSO", "vdso_test_getrandom"), tree="base", env="plain", sandbox=Sandbox(tmp_path))
+    assert run.result is ktap.Result.PASS, run.log
+    assert run.subtests and all(t.result is ktap.Result.PASS for t in run.subtests)
+
+
+def test_timeout_kills_the_test(built_tree: Path, tmp_path: Path) -> None:
+    folder = built_tree / "tools/testing/selftests/vDSO"
+    (folder / "settings").write_text("timeout=1\n")
+    hang = folder / "hang"
+    hang.write_bytes((folder / "vdso_test_getrandom").read_bytes())  # an ELF we then replace by a script
+    hang.write_text("#!/bin/sh\nsleep 30 &\nsleep 30\n")
+    hang.chmod(0o755)
+    try:
+        assert timeout_for(built_tree, "vDSO") == 1.0
+        run = run_test(built_tree, TestRef("vDSO", "hang"), tree="patched", env="plain", sandbox=Sandbox(tmp_path))
+        assert run.result is ktap.Result.TIMEOUT and run.seconds < 10 and run.reason == "killed after 1s"
+    finally:
+        (folder / "settings").unlink()
+        hang.unlink()
+
+
+def test_missing_program_is_an_explicit_skip(built_tree: Path, tmp_path: Path) -> None:
+    run = run_test(built_tree, TestRef("vDSO", "vdso_test_abi"), tree="base", env="plain", sandbox=Sandbox(tmp_path))
+    assert run.result is ktap.Result.SKIP and "not built here" in run.reason
+
+
+def test_network_is_unreachable_inside_the_sandbox(tmp_path: Path) -> None:
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    # Listening is enough: the kernel would complete a connection into the backlog. (bash: the
+    # sandbox does not see this interpreter, which may live in a HOME it hides.)
+    probe = f"exec 3<>/dev/tcp/127.0.0.1/{port} && echo connected"
+    inside = Sandbox(tmp_path).run(["bash", "-c", probe], cwd=tmp_path, timeout=20)
+    assert inside.returncode != 0 and "connected" not in inside.output
+    assert "Network is unreachable" in inside.output or "Connection refused" in inside.output
+    server.close()
+
+
+def test_timens_shifts_the_boot_time(tmp_path: Path) -> None:
+    done = Sandbox(tmp_path).run(["cat", "/proc/uptime"], cwd=tmp_path, timeout=20, env_name="timens")
+    assert float(done.output.split()[0]) > 365 * 24 * 3600
+
+
+def test_benchmark_compares_medians(built_tree: Path, tmp_path: Path) -> None:
+    bench = BENCHMARKS["vdso_test_getrandom bench-single"]
+    assert for_tests([TestRef("vDSO")]) == [bench]  # bench-multi (256 threads) only when asked for
+    assert for_tests([TestRef("vDSO")], ("vdso_test_getrandom bench-multi",)) == list(BENCHMARKS.values())
+    assert for_tests([TestRef("timens")]) == []
+    sandbox = Sandbox(tmp_path, {"VDSO_BENCH_CALLS": "20000"})
+    results = list(measure(bench, {"base": built_tree, "patched": built_tree}, "plain", sandbox, runs=3))
+    assert [r.metric for r in results] == ["vdso", "libc", "syscall"]
+    for r in results:
+        assert r.base and r.patched and r.ratio is not None and r.runs == 3 and r.ratio == pytest.approx(r.patched / r.base)
+
+
+def test_benchmark_on_a_tree_without_the_program(built_tree: Path, tmp_path: Path) -> None:
+    bench = replace(BENCHMARKS["vdso_test_getrandom bench-single"], test=TestRef("vDSO", "absent"))
+    results = list(measure(bench, {"base": built_tree}, "plain", Sandbox(tmp_path), runs=1))
+    assert results == []
