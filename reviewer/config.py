@@ -2,7 +2,11 @@
 
     git config --add reviewer.rules ~/my-rules        extra rule directories (multi-valued)
     git config --add reviewer.disable subject-format  rule or check ids to drop (multi-valued)
-    git config reviewer.level.changelog info          a new level for a rule, check or rule/requirement
+    git config reviewer.changelog.level info          a new level for a rule, check or rule/requirement:
+    git config reviewer.checkpatch/LONG_LINE.level warning    the id is a subsection (git allows any
+                                                      character there, `/` included)
+    git config reviewer.level.changelog info          the older form, for ids without `/` (git refuses
+                                                      `/` in a key name); the subsection form wins
 
     # .reviewer.toml at the top of the kernel tree
     [rules]
@@ -15,7 +19,8 @@
     git config --add reviewer.checkpatchIgnore LONG_LINE,CAMELCASE   (multi-valued, commas too)
     git config reviewer.logDir ~/review-logs           where each run's log directory goes (--log-dir)
     git config reviewer.resultCache false             never read or store cached results (checkpatch, apply)
-    git config reviewer.loreUrl URL, reviewer.cacheMinutes N   (read where they are used; validated here)
+    git config reviewer.loreUrl URL                    the public-inbox archive to fetch Message-IDs from
+    git config reviewer.cacheMinutes N                 how long a fetched thread is fresh (0: always fetch)
 
 Both sources are merged (git config last, so a user overrides the tree); every error is a
 ConfigError that names the key. An unknown reviewer.* key is an error too (a typo would
@@ -43,7 +48,8 @@ from urllib.parse import urlsplit
 
 from reviewer.errors import ConfigError
 from reviewer.model import Finding, Level
-from reviewer.proc import run
+from reviewer.store import dirs
+from reviewer.tree.git import call as git_call
 
 TREE_FILE = ".reviewer.toml"
 LEVELS = tuple(lv.value for lv in Level)
@@ -59,6 +65,8 @@ class Config:
     reuse_worktrees: bool = False  # git config reviewer.reuseWorktrees: keep worktrees in the cache
     log_dir: Path | None = None  # git config reviewer.logDir: where the runs' log directories go
     result_cache: bool | None = None  # git config reviewer.resultCache; None (unset) means on
+    lore_url: str | None = None  # git config reviewer.loreUrl (--lore-url and a pasted lore link win)
+    cache_minutes: float | None = None  # git config reviewer.cacheMinutes; None (unset): the cache's default
 
 
 def load(cwd: Path, tree: Path | None = None) -> Config:
@@ -78,30 +86,34 @@ def merge(first: Config, second: Config) -> Config:
     return Config(tuple(dict.fromkeys(first.rule_dirs + second.rule_dirs)), first.disable | second.disable,
                   MappingProxyType({**first.levels, **second.levels}), first.checkpatch_ignore | second.checkpatch_ignore,
                   first.reuse_worktrees or second.reuse_worktrees, second.log_dir or first.log_dir,
-                  result_cache=first.result_cache if second.result_cache is None else second.result_cache)
+                  result_cache=first.result_cache if second.result_cache is None else second.result_cache,
+                  lore_url=second.lore_url or first.lore_url,
+                  cache_minutes=first.cache_minutes if second.cache_minutes is None else second.cache_minutes)
 
 
 def from_git(cwd: Path) -> Config:
     """The reviewer.* keys of git config as seen from CWD, read with one `git config` run."""
     values = _git_values(cwd)
     _known_keys(values)
-    _lore_values(values)
+    lore_url, cache_minutes = _lore_values(values)
     for d in values.get("rules", []):
         if d:
             directory(Path(d).expanduser(), "git config reviewer.rules")  # read from the process's directory, as load_rules does
-    levels = {key.removeprefix("level."): _level(f"reviewer.{key}", v) for key, vs in values.items() if key.startswith("level.") for v in vs[-1:]}
+    levels = {rule: _level(f"reviewer.{key}", vs[-1]) for key, vs in sorted(values.items(), key=lambda kv: _level_form(kv[0])[1])
+              if (rule := _level_form(key)[0]) is not None}
     logs = _last(values, "logdir")
     cache = _last(values, "resultcache")
     return Config(tuple(Path(d).expanduser() for d in values.get("rules", []) if d), frozenset(d for d in values.get("disable", []) if d),
                   MappingProxyType(levels), _types(values.get("checkpatchignore", [])), _bool("reviewer.reuseWorktrees", _last(values, "reuseworktrees")),
                   cwd / Path(logs).expanduser() if logs else None,
-                  result_cache=None if cache is None else _bool("reviewer.resultCache", cache))
+                  result_cache=None if cache is None else _bool("reviewer.resultCache", cache),
+                  lore_url=lore_url, cache_minutes=cache_minutes)
 
 
 def _git_values(cwd: Path) -> dict[str, list[str]]:
     """Every reviewer.* value, by key (lower case after `reviewer.`, as git gives it), in the order
     git reads them: `git config -z --get-regexp` prints "key\nvalue\0", or "key\0" for a bare key."""
-    done = run(["git", "config", "-z", "--get-regexp", r"^reviewer\."], cwd=cwd, check=False)
+    done = git_call(cwd, "config", "-z", "--get-regexp", r"^reviewer\.")
     if done.returncode not in (0, 1):
         raise ConfigError(f"git config reviewer.*: {done.stderr.strip()}", HINT)
     values: dict[str, list[str]] = {}
@@ -112,25 +124,40 @@ def _git_values(cwd: Path) -> dict[str, list[str]]:
     return values
 
 
-# Every reviewer.* key, as `git config` prints it after `reviewer.` (lower case), and as documented.
+# Every reviewer.* key, as `git config` prints it after `reviewer.` (lower case), and as documented;
+# and the per-rule level keys: reviewer.<id>.level (the id a subsection: git allows any character
+# there, and keeps its case) and the older reviewer.level.<id> (git refuses a `/` in that id).
 KEYS = {k.lower(): k for k in ("rules", "disable", "checkpatchIgnore", "reuseWorktrees", "logDir", "resultCache", "loreUrl", "cacheMinutes")}
+_LEVEL_HINT = "reviewer.<id>.level (reviewer.level.<id> for an id without /)"
+
+
+def _level_form(key: str) -> tuple[str | None, int]:
+    """The rule id a level key (after `reviewer.`) names, and its precedence: the subsection form
+    `<id>.level` (git prints it so: the subsection keeps its case, the name is lower case) beats the
+    older `level.<id>`; (None, 0) for another key."""
+    if key.endswith(".level") and len(key) > len(".level"):
+        return key.removesuffix(".level"), 2
+    if key.startswith("level.") and len(key) > len("level."):
+        return key.removeprefix("level."), 1
+    return None, 0
 
 
 def _known_keys(values: dict[str, list[str]]) -> None:
     """No key we do not read: `reviewer.cachMinutes` would otherwise be ignored in silence.
-    `level.<id>` takes any id (validate_ids checks those); git keeps a subsection's case, so
-    `reviewer.Level.x` is unknown."""
+    `<id>.level` and `level.<id>` take any id (validate_ids checks those); git keeps a subsection's
+    case, so `reviewer.Level.x` is unknown."""
     for key in values:
-        if key in KEYS or (key.startswith("level.") and len(key) > len("level.")):
+        if key in KEYS or _level_form(key)[0] is not None:
             continue
         close = difflib.get_close_matches(key.lower(), [*KEYS, "level"], n=1, cutoff=0.7)
         maybe = f"did you mean reviewer.{KEYS.get(close[0], 'level.<id>')}? " if close else ""
         raise ConfigError(f"git config reviewer.{key}: unknown key",
-                          f"{maybe}known: {', '.join(f'reviewer.{k}' for k in KEYS.values())}, reviewer.level.<id>")
+                          f"{maybe}known: {', '.join(f'reviewer.{k}' for k in KEYS.values())}, {_LEVEL_HINT}")
 
 
-def _lore_values(values: dict[str, list[str]]) -> None:
-    """reviewer.cacheMinutes and reviewer.loreUrl are read where they are used (target.py, lore.py): checked here, first."""
+def _lore_values(values: dict[str, list[str]]) -> tuple[str | None, float | None]:
+    """reviewer.loreUrl and reviewer.cacheMinutes, checked before anything is fetched (None: unset)."""
+    number = None
     minutes = _last(values, "cacheminutes")
     if minutes is not None:
         try:
@@ -144,6 +171,7 @@ def _lore_values(values: dict[str, list[str]]) -> None:
     if url is not None and not is_http_url(url):
         raise ConfigError(f"git config reviewer.loreUrl: expected an http:// or https:// URL, got {url!r}",
                           "e.g. git config reviewer.loreUrl https://lore.kernel.org/all/")
+    return (url.strip() if url else None), number
 
 
 def is_http_url(text: str) -> bool:
@@ -283,7 +311,8 @@ def _level(key: str, value: object) -> Level:
 def validate_ids(config: Config, known: Iterable[str]) -> None:
     """Every id the config names is a known rule or check (a `rule/requirement` counts by its rule)."""
     ids = set(known)
-    for name, key in [*((d, "disable") for d in sorted(config.disable)), *((k, f"level.{k}") for k in sorted(config.levels))]:
+    levels = ((k, f"{k}.level" if "/" in k else f"level.{k}") for k in sorted(config.levels))  # a key git can store
+    for name, key in [*((d, "disable") for d in sorted(config.disable)), *levels]:
         if name.split("/", 1)[0] not in ids:
             raise ConfigError(f"reviewer.{key}: unknown rule or check {name!r}", "`review rules` lists the ids")
 
@@ -303,8 +332,7 @@ def run_log_dir(config: Config, asked: Path | None, stamp: str) -> Path:
     $XDG_STATE_HOME/reviewer/logs (~/.local/state/...); one subdirectory per run. Not created here:
     a stage creates it when it has a log to keep; the old runs' directories beside it are pruned.
     A parent that cannot be made or written is a ConfigError, before the stage runs anything."""
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    parent = asked or config.log_dir or state / "reviewer" / "logs"
+    parent = asked or config.log_dir or dirs.state_root() / "logs"
     try:
         parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:

@@ -54,7 +54,11 @@ class SelftestError(ReviewerError):
 
 
 class CommandError(ReviewerError):
-    """A subprocess failed or timed out; carries everything needed to show why."""
+    """A subprocess failed or timed out; carries everything needed to show why. The code that runs the
+    command turns an expected failure into the user's error (InputError, ApplyError, ...); one that reaches
+    the CLI as it is was not expected: a bug, reported with a crash log (exit 70)."""
+
+    status = ExitStatus.INTERNAL
 
     def __init__(
         self,

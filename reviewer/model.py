@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from reviewer.ktap import Result, TestCase
@@ -20,6 +22,10 @@ class Change(StrEnum):
     DELETED = "deleted"
     RENAMED = "renamed"
     COPIED = "copied"
+
+
+# --slower-than's default: a benchmark this many times slower on the patched tree is reported.
+SLOWER_THAN = 1.25
 
 
 class StageStatus(StrEnum):
@@ -304,6 +310,47 @@ class BenchResult:
     spread: float  # the largest relative (max - min) / median on either side
     note: str = ""
 
+    @classmethod
+    def of(cls, name: str, env: str, metric: str, unit: str, base: Sequence[float], patched: Sequence[float],
+           runs: int, note: str = "") -> BenchResult:
+        """The medians of BASE's and PATCHED's samples, their ratio and spread (selftest benchmarks and boot timings alike)."""
+        mb = statistics.median(base) if base else None
+        mp = statistics.median(patched) if patched else None
+        ratio = mp / mb if mb and mp is not None else None
+        return cls(name, env, metric, unit, mb, mp, ratio, runs, max(_spread(base), _spread(patched)), note)
+
+
+def _spread(values: Sequence[float]) -> float:
+    mid = statistics.median(values) if values else 0.0
+    return (max(values) - min(values)) / mid if len(values) > 1 and mid else 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class BootResult(Mapping[str, object]):
+    """What the boot stage built and booted: the accelerator, the kernel config fragment per environment
+    (on top of tinyconfig), the console log per `tree/env`, and the run's log directory that holds them.
+
+    It also reads as its JSON object (`boot` in docs/json-schema.md: keys accel, config, logs, log_dir;
+    the fragments as lists), which is how the JSON report writes it and how it compares to a dict."""
+
+    accel: str
+    config: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (env, fragment lines), in the order of the envs
+    logs: tuple[tuple[str, str], ...] = ()  # ("base/plain", console log path)
+    log_dir: str | None = None  # None when nothing booted (no console log kept)
+
+    def document(self) -> dict[str, object]:
+        return {"accel": self.accel, "config": {env: list(lines) for env, lines in self.config},
+                "logs": dict(self.logs), "log_dir": self.log_dir}
+
+    def __getitem__(self, key: str) -> object:
+        return self.document()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.document())
+
+    def __len__(self) -> int:
+        return len(self.document())
+
 
 @dataclass(frozen=True)
 class Review:
@@ -314,7 +361,9 @@ class Review:
     chosen: tuple[ChosenTest, ...] = ()
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
-    boot: dict[str, object] | None = None  # accel, the kernel config fragment per env, console logs
+    boot: BootResult | None = None
+    # --slower-than: the ratio above which a benchmark counts as slower (the reports mark it); not in the JSON document.
+    slower_than: float = field(default=SLOWER_THAN, compare=False)
 
     @property
     def errors(self) -> int:

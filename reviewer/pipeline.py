@@ -8,7 +8,6 @@ was learned before it. Worktrees live until the last stage ends, and are always 
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import tempfile
@@ -17,15 +16,17 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from reviewer import config
 from reviewer.apply import base as apply_base
 from reviewer.checks import CHECKS, merge, noise, run_checks
 from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
 from reviewer.model import (
+    SLOWER_THAN,
     ApplyResult,
     BenchResult,
+    BootResult,
     ChosenTest,
     Finding,
     Level,
@@ -36,6 +37,7 @@ from reviewer.model import (
     StageStatus,
     TestRun,
 )
+from reviewer.progress import QUIET, Progress
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
 from reviewer.run.sandbox import MAX_TEST_SECONDS
@@ -53,7 +55,6 @@ if TYPE_CHECKING:
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
 
-Progress = Callable[[str], AbstractContextManager[None]]
 
 
 @dataclass(frozen=True)
@@ -72,7 +73,7 @@ class Request:
     no_tests: bool = False  # --no-tests: do not even list them
     envs: tuple[str, ...] = ("plain",)
     bench_runs: int = 3
-    slower_than: float = 1.25
+    slower_than: float = SLOWER_THAN
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
@@ -87,33 +88,76 @@ class Request:
     run_stamp: str = field(default_factory=config.run_stamp)  # names the run's log directory: <UTC time>-<pid>
 
 
+P = TypeVar("P", covariant=True)  # Done[None] (a skip) is a Done[Path | None]
+Q = TypeVar("Q")
+
+
+@dataclass(frozen=True)
+class Done(Generic[P]):
+    """What a stage's step returns: OK or SKIPPED, the line the reports show, and what the later stages use.
+    A failed stage raises its ReviewerError instead."""
+
+    status: StageStatus
+    detail: str
+    payload: P
+
+
+def ok(detail: str, payload: Q) -> Done[Q]:
+    return Done(StageStatus.OK, detail, payload)
+
+
+def skipped(detail: str) -> Done[None]:
+    return Done(StageStatus.SKIPPED, detail, None)
+
+
+class _Stopped(Exception):
+    """A stage failed (recorded as such): the later stages do not run."""
+
+    def __init__(self, error: ReviewerError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+@dataclass(frozen=True)
+class _Base:
+    """The check stage's result with a tree: the base commit, where it came from, and its files read with git
+    (shared by the checks, the apply stage and the test choice)."""
+
+    commit: str
+    source: str  # option | trailer | guess | head (apply.base.choose_base)
+    tree: GitBaseTree
+
+
 @dataclass
 class _Run:
+    """What the review has learned so far, returned however far it got. What one stage hands the next (the
+    series, the base, the patched worktree) travels in the stages' results (Done.payload) instead; the
+    optional fields here are the Review's own, set even when a later step of their stage fails."""
+
     stack: ExitStack
+    slower_than: float = SLOWER_THAN
     config: config.Config = field(default_factory=config.Config)
     rules: list[Rule] = field(default_factory=list)
-    series: Series | None = None
+    series: Series | None = None  # set by load, replaced by parse
     findings: list[Finding] = field(default_factory=list)
     stages: list[StageResult] = field(default_factory=list)
-    base: tuple[str, str] | None = None  # (commit, where it came from)
-    base_tree: GitBaseTree | None = None  # the base commit, read with git (shared by the checks and the test choice)
-    patched: Path | None = None  # the worktree with the series applied
-    apply: ApplyResult | None = None
+    apply: ApplyResult | None = None  # reported with the patch that did not apply
     chosen: list[Chosen] = field(default_factory=list)
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
-    boot: dict[str, object] | None = None
+    boot: BootResult | None = None  # reported with the in-kernel test problems that fail the stage
+    progress: Progress = QUIET  # what the selftest and boot stages tell the user of each build and run
 
     def review(self) -> Review:
         chosen = tuple(ChosenTest(str(c.ref), c.why) for c in self.chosen)
         return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply, chosen, self.selftests,
-                      self.benchmarks, self.boot)
+                      self.benchmarks, self.boot, self.slower_than)
 
 
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
     """Run every stage; return the review and the error that stopped it, if any."""
     with ExitStack() as stack:
-        run = _Run(stack)
+        run = _Run(stack, request.slower_than, progress=progress or QUIET)
         try:
             _configure(run, request)
         except ConfigError as exc:
@@ -122,23 +166,26 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
             from reviewer.apply import worktree
 
             worktree.sweep(request.tree)
-        steps: list[tuple[str, Callable[[], str]]] = [
-            ("load", lambda: _load(run, request)),
-            ("parse", lambda: _parse(run)),
-            ("check", lambda: _check(run, request)),
-        ]
-        if request.tree is not None:
-            steps += [("apply", lambda: _apply(run, request)), ("selftests", lambda: _selftests(run, request)),
-                      ("boot", lambda: _boot(run, request))]
-        for name, step in steps:
-            error = _stage(run, name, step, progress)
-            if error is not None:
-                return run.review(), error
-        if request.tree is None:
-            run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
-            run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
-            run.stages.append(StageResult("boot", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
+        try:
+            _stages(run, request, progress)
+        except _Stopped as stop:
+            return run.review(), stop.error
         return run.review(), None
+
+
+def _stages(run: _Run, request: Request, progress: Progress | None) -> None:
+    """The stages in order, each given what the earlier ones returned; _Stopped at the first that fails."""
+    series = _stage(run, "load", lambda: _load(run, request), progress)
+    series = _stage(run, "parse", lambda: _parse(run, series), progress)
+    base = _stage(run, "check", lambda: _check(run, request, series), progress)
+    if base is None:
+        run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
+        run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
+        run.stages.append(StageResult("boot", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
+        return
+    patched = _stage(run, "apply", lambda: _apply(run, request, series, base), progress)
+    _stage(run, "selftests", lambda: _selftests(run, request, series, base, patched), progress)
+    _stage(run, "boot", lambda: _boot(run, request, series, base, patched), progress)
 
 
 def _configure(run: _Run, request: Request) -> None:
@@ -150,43 +197,47 @@ def _configure(run: _Run, request: Request) -> None:
         from reviewer import kernelscripts
 
         config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS, *PARSE_IDS])
+    if request.tree is not None and (request.run_tests or request.tests or request.boot):
+        # Where the selftests and boots keep their logs: a parent that cannot be made or written fails now,
+        # not after the fetch and the builds (the run's own directory is made only when there is a log to keep).
+        config.run_log_dir(run.config, request.log_dir, request.run_stamp)
 
 
-def _stage(run: _Run, name: str, step: Callable[[], str], progress: Progress | None) -> ReviewerError | None:
+def _stage(run: _Run, name: str, step: Callable[[], Done[Q]], progress: Progress | None) -> Q:
+    """Run one stage's step, record it, and return its payload; its ReviewerError is recorded as the stage's
+    failure and stops the review (_Stopped)."""
     start = time.perf_counter()
-    with progress(name) if progress else contextlib.nullcontext():
+    with (progress or QUIET).stage(name):
         try:
-            detail = step()
+            done = step()
         except ReviewerError as exc:
             run.stages.append(StageResult(name, StageStatus.FAILED, time.perf_counter() - start, exc.message))
-            return exc
-    status = StageStatus.SKIPPED if detail.startswith("skipped: ") else StageStatus.OK
-    run.stages.append(StageResult(name, status, time.perf_counter() - start, detail.removeprefix("skipped: ")))
-    return None
+            raise _Stopped(exc) from exc
+    assert done.status is not StageStatus.FAILED, f"stage {name}: a failure is a ReviewerError"
+    run.stages.append(StageResult(name, done.status, time.perf_counter() - start, done.detail))
+    return done.payload
 
 
-def _load(run: _Run, request: Request) -> str:
+def _load(run: _Run, request: Request) -> Done[Series]:
     target = targets.classify(request.target, request.cwd)
-    remote = targets.Remote(request.lore_url, request.no_cache, request.offline)
-    run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
-    s = run.series
+    remote = targets.Remote(request.lore_url, request.no_cache, request.offline, run.config.lore_url, run.config.cache_minutes)
+    s = run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
     if s.pull_request is not None:
-        return f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail")
-    return f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches"
+        return ok(f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail"), s)
+    return ok(f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches", s)
 
 
-def _parse(run: _Run) -> str:
+def _parse(run: _Run, series: Series) -> Done[Series]:
     """Every patch's diff, as far as it can be read: a damaged or missing diff is a finding on its patch,
     and the other patches are still reviewed."""
-    assert run.series is not None
-    parsed = [(p, read_diff(p.diff)) for p in run.series.patches]
-    run.series = replace(run.series, patches=tuple(replace(p, files=d.files) for p, d in parsed))
+    parsed = [(p, read_diff(p.diff)) for p in series.patches]
+    series = run.series = replace(series, patches=tuple(replace(p, files=d.files) for p, d in parsed))
     run.findings.extend(config.apply(run.config, [f for p, d in parsed for f in _diff_findings(p, d)]))
     files = sum(len(d.files) for _, d in parsed)
     damaged = sum(1 for _, d in parsed if d.damage)
     bare = sum(1 for _, d in parsed if not d.files and not d.damage)
     extra = "".join(f"; {n} {what}" for n, what in ((damaged, "damaged"), (bare, "without a diff")) if n)
-    return f"{files} files, +{run.series.added} -{run.series.removed}{extra}"
+    return ok(f"{files} files, +{series.added} -{series.removed}{extra}", series)
 
 
 # The ids the parse stage gives its findings (not checks: the check stage never sees the damage).
@@ -207,42 +258,42 @@ def _diff_findings(patch: Patch, parsed: ParsedDiff) -> list[Finding]:
     return []
 
 
-def _check(run: _Run, request: Request) -> str:
-    assert run.series is not None
-    base = None
+def _check(run: _Run, request: Request, series: Series) -> Done[_Base | None]:
+    """The rules and checks; with a tree, the base is chosen first (the rules read its files) and returned."""
+    chosen = None
     if request.tree is not None:
-
-        if not tree_git.is_git_tree(request.tree):
+        if not tree_git.is_git_tree(request.tree):  # the CLI checks it up front; a library caller may not have
             raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
-        run.base = apply_base.choose_base(request.tree, run.series, request.base)
-        base = run.base_tree = GitBaseTree(request.tree, run.base[0])
-    found = [*run_checks(run.series, base), *evaluate(run.rules, run.series, base)]
-    scripts = _kernel_scripts(run, request) if request.tree is not None else None
-    reported = noise.drop([*found, *(scripts.findings if scripts else ())], run.series, base)
+        commit, source = apply_base.choose_base(request.tree, series, request.base)
+        chosen = _Base(commit, source, GitBaseTree(request.tree, commit))
+    base = chosen.tree if chosen else None
+    found = [*run_checks(series, base), *evaluate(run.rules, series, base)]
+    scripts = _kernel_scripts(run, request, series, request.tree) if request.tree is not None else None
+    reported = noise.drop([*found, *(scripts.findings if scripts else ())], series, base)
     run.findings.extend(merge.merge(config.apply(run.config, reported)))
     note = f"; {scripts.note}" if scripts and scripts.note else ""
-    return f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}"
+    return ok(f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}", chosen)
 
 
-def _kernel_scripts(run: _Run, request: Request) -> kernelscripts.Outcome:
+def _kernel_scripts(run: _Run, request: Request, series: Series, tree: Path) -> kernelscripts.ScriptFindings:
     """The tree's checkpatch.pl and get_maintainer.pl, when a tree is given."""
     from reviewer import kernelscripts
 
-    assert run.series is not None and request.tree is not None
     options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore,
                                     cache=_result_policy(run, request))
-    return kernelscripts.review(run.series, request.tree, options)
+    return kernelscripts.review(series, tree, options)
 
 
-def _apply(run: _Run, request: Request) -> str:
+def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[Path | None]:
+    """The series applied in a worktree of the tree: returns the worktree (None: nothing to apply)."""
     from reviewer.apply import cache as applycache
 
-    assert run.series is not None and request.tree is not None and run.base is not None
-    if not run.series.patches and (pull := run.series.pull_request) is not None:
-        return f"skipped: a pull request without a diff; nothing to apply (git fetch {pull.url} {pull.ref})"
-    base, source = run.base
+    assert request.tree is not None
+    if not series.patches and (pull := series.pull_request) is not None:
+        return skipped(f"a pull request without a diff; nothing to apply (git fetch {pull.url} {pull.ref})")
+    base, source = chosen.commit, chosen.source
     if source in ("head", "guess"):
-        why = f"base-commit {run.series.base_commit} is not in the tree" if run.series.base_commit else "the series names no base-commit"
+        why = f"base-commit {series.base_commit} is not in the tree" if series.base_commit else "the series names no base-commit"
         where = "guessed from the patches' pre-image blobs:" if source == "guess" else "applied to HEAD"
         run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
@@ -250,113 +301,126 @@ def _apply(run: _Run, request: Request) -> str:
     tree, policy = request.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
     build = bool(request.run_tests or request.tests or request.boot)
-    run.patched, results, cached = applycache.apply(tree, base, run.series, policy, not build,
-                                                    run.stack, lambda: _worktree(run, tree, base, build))
+    patched, results, cached = applycache.apply(tree, base, series, policy, not build,
+                                                run.stack, lambda: _worktree(run, series, tree, base, build))
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
     if failed is not None:
-        raise ApplyError(f"patch {failed.index}/{run.series.total} does not apply to {base[:12]}: {failed.detail}",
+        raise ApplyError(f"patch {failed.index}/{series.total} does not apply to {base[:12]}: {failed.detail}",
                          "check the base with --base REF; the tree was left untouched")
-    return f"{len(results)} patches applied to {base[:12]} ({source}){' (cached)' if cached else ''}"
+    return ok(f"{len(results)} patches applied to {base[:12]} ({source}){' (cached)' if cached else ''}", patched)
 
 
-def _result_policy(run: _Run, request: Request) -> resultcache.Policy:
+def _result_policy(run: _Run, request: Request) -> resultcache.CacheUse:
     """--no-cache recomputes (and stores); git config reviewer.resultCache false neither reads nor stores."""
     from reviewer.store import results as resultcache
 
-    return resultcache.Policy.of(request.no_cache, run.config.result_cache is not False)
+    return resultcache.CacheUse.of(request.no_cache, run.config.result_cache is not False)
 
 
-def _worktree(run: _Run, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
+def _worktree(run: _Run, series: Series, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
     """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
     BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
     from reviewer.apply import worktree
 
-    assert run.series is not None
     if run.config.reuse_worktrees:
-        return worktree.cached(tree, base, run.series.touched, cache.root() / "worktrees", build)
-    return worktree.isolated(tree, base, run.series.touched, build)
+        return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build)
+    return worktree.isolated(tree, base, series.touched, build)
 
 
-def _selftests(run: _Run, request: Request) -> str:
-    if run.patched is None:
-        return "skipped: nothing was applied"
-    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
+def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
+    if patched is None:
+        return skipped("nothing was applied")
     if request.no_tests:
-        return "skipped: --no-tests"
-    run.chosen = _choose(run, request)
+        return skipped("--no-tests")
+    run.chosen = _choose(run, request, series, base)
     if not run.chosen:
-        return "skipped: no selftest is relevant to this series"
+        return skipped("no selftest is relevant to this series")
     names = ", ".join(str(c.ref) for c in run.chosen)
     if not (request.run_tests or request.tests):
-        return f"skipped: would run {names}; pass --run-tests to build and run code from the series"
+        return skipped(f"would run {names}; pass --run-tests to build and run code from the series")
     from reviewer.selftests import stage as selftest_stage
 
-    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked before anything runs
-    outcome = _run_tests(run, request)
+    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked again before anything runs
+    outcome = _run_tests(_Applied(run, series, base, patched), request)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
                             f"the output of each run is in {logs}" if kept else "see the selftests section of the report for the logs")
-    return f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures{kept}"
+    return ok(f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures{kept}", None)
 
 
-def _boot(run: _Run, request: Request) -> str:
+def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
     """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
-    of base and patched, booted under QEMU; the console logs go to the run's log directory."""
+    of the base and the patched commit, booted under QEMU; the console logs go to the run's log directory."""
     from reviewer import boot
     from reviewer.selftests.choose import Chosen, TestRef
 
-    if run.patched is None:
-        return "skipped: nothing was applied"
-
-    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
-    touched = run.series.touched
-    extra = boot.from_rules(run.rules, run.series.patches)
-    chosen = boot.relevant(touched, run.patched, extra)
+    if patched is None:
+        return skipped("nothing was applied")
+    assert request.tree is not None
+    touched = series.touched
+    extra = boot.from_rules(run.rules, series.patches)
+    # Listed once, in the patched tree (a KUnit suite the series adds counts), and handed to the runner as is.
+    chosen = boot.relevant(touched, patched, extra)
     run.chosen += [Chosen(TestRef("boot", t.name), (why,)) for t, why in chosen]
     if not chosen:
-        return "skipped: no in-kernel test is relevant to this series"
+        return skipped("no in-kernel test is relevant to this series")
     if not request.boot:
-        return f"skipped: would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)"
-    patched = tree_git.git(run.patched, "rev-parse", "HEAD").strip()
+        return skipped(f"would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)")
+    head = tree_git.git(patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
     cache_dir = Path(os.environ.get("REVIEWER_BOOT_CACHE") or cache.root() / "boot" / hashlib.sha1(str(request.tree.resolve()).encode()).hexdigest()[:16])
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
-    out = boot.run_intests(run.patched, run.patched, touched, request.boot_envs, cache_dir, request.boot_timeout, log_dir=logs,
-                           extra=extra, slower_than=request.slower_than, commits=(run.base[0], patched))
+    # The base side is the user's tree at the base commit; both commits are checked out from the patched
+    # worktree's repository, the one that holds both (a shadow repository borrows the tree's objects).
+    out = boot.run_intests(request.tree, patched, touched, request.boot_envs, cache_dir, request.boot_timeout, log_dir=logs,
+                           extra=extra, slower_than=request.slower_than, commits=(base.commit, head), chosen=tuple(chosen),
+                           progress=run.progress)
     run.selftests += out.runs
     run.benchmarks += out.benchmarks
     run.findings.extend(out.findings)
-    run.boot = {"accel": out.accel, "config": {k: list(v) for k, v in out.config.items()}, "logs": dict(out.logs),
-                "log_dir": str(logs) if out.logs else None}
+    result = run.boot = BootResult(out.accel, tuple((env, tuple(lines)) for env, lines in out.config.items()), tuple(out.logs.items()),
+                                   str(logs) if out.logs else None)
     errors = [f for f in out.findings if f.level is Level.ERROR]
     if errors:
         raise SelftestError(f"{len(errors)} in-kernel test problem(s): {errors[0].message}", f"the console logs are in {logs}")
     kept = f"; console logs in {logs}" if out.logs else ""
-    return f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures{kept}"
+    return ok(f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures{kept}", result)
 
 
-def _choose(run: _Run, request: Request) -> list[Chosen]:
+def _choose(run: _Run, request: Request, series: Series, base: _Base) -> list[Chosen]:
     from reviewer.selftests.choose import Chosen, TestRef, choose
+    from reviewer.tree.maintainers import dirs_after
 
-    assert run.series is not None and run.base is not None and request.tree is not None
     if request.tests:
         return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.tests]
-    hints = [(t, f"rule {r.id}") for r in run.rules if r.selftests and trigger_hits(r, run.series.patches) for t in r.selftests]
-    assert run.base_tree is not None
-    maintainers = run.base_tree.read("MAINTAINERS")
-    return choose(run.series, hints, maintainers)
+    hints = [(t, f"rule {r.id}") for r in run.rules if r.selftests and trigger_hits(r, series.patches) for t in r.selftests]
+    maintainers = base.tree.read("MAINTAINERS")
+    return choose(series, hints, maintainers, is_dir=dirs_after(series, base.tree))
 
 
-def _run_tests(run: _Run, request: Request) -> selftest_stage.Outcome:
+@dataclass(frozen=True)
+class _Applied:
+    """What running the selftests starts from: the run (its exit stack, the chosen tests), the series, its base
+    and the worktree the series was applied in."""
+
+    run: _Run
+    series: Series
+    base: _Base
+    patched: Path
+
+
+def _run_tests(applied: _Applied, request: Request) -> selftest_stage.SelftestResults:
+    """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests)."""
     from reviewer.selftests import stage as selftest_stage
 
-    assert run.series is not None and request.tree is not None and run.base is not None and run.patched is not None
-    base_wt = run.stack.enter_context(_worktree(run, request.tree, run.base[0]))
+    run = applied.run
+    assert request.tree is not None
+    base_wt = run.stack.enter_context(_worktree(run, applied.series, request.tree, applied.base.commit))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
                                dict(request.test_env), request.benchmarks, request.test_timeout)
-    return selftest_stage.run(plan, {"base": base_wt, "patched": run.patched}, scratch)
+    return selftest_stage.run(plan, {"base": base_wt, "patched": applied.patched}, scratch, run.progress)

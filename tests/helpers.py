@@ -33,9 +33,10 @@ class Result:
         assert list(self.tmp.iterdir()) == [], list(self.tmp.iterdir())
 
 
-def review(*args: str | Path, cwd: Path | None = None, stdin: bytes | None = None, tmp: Path) -> Result:
+def review(*args: str | Path, cwd: Path | None = None, stdin: bytes | None = None, tmp: Path,
+           env: dict[str, str] | None = None) -> Result:
     tmp.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200", "NO_COLOR": "1"}
+    env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "reviewer", *map(str, args)],
         cwd=cwd, env=env, input=stdin, capture_output=True, timeout=300,

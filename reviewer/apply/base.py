@@ -13,8 +13,7 @@ from pathlib import Path
 
 from reviewer.errors import InputError
 from reviewer.model import Series
-from reviewer.proc import run
-from reviewer.tree.git import git, has_commit
+from reviewer.tree.git import call, git, has_commit
 
 _DIFF = re.compile(r"^diff --git a/(?P<old>\S+) b/\S+$")
 _INDEX = re.compile(r"^index (?P<old>[0-9a-f]{7,40})\.\.[0-9a-f]{7,40}")
@@ -40,15 +39,15 @@ def guess(tree: Path, series: Series, tip: str = "HEAD") -> str | None:
     if not wanted:
         return None
     paths = sorted(wanted)
-    log = run(["git", "-C", str(tree), "rev-list", f"--max-count={MAX_CANDIDATES}", tip, "--", *paths], check=False)
+    log = call(tree, "rev-list", f"--max-count={MAX_CANDIDATES}", tip, "--", *paths)
     for commit in [tip, *log.stdout.split()]:
         if _matches(tree, commit, wanted, paths):
-            return run(["git", "-C", str(tree), "rev-parse", commit]).stdout.strip()
+            return git(tree, "rev-parse", commit).strip()
     return None
 
 
 def _matches(tree: Path, commit: str, wanted: dict[str, str], paths: list[str]) -> bool:
-    out = run(["git", "-C", str(tree), "ls-tree", "-r", commit, "--", *paths], check=False).stdout
+    out = call(tree, "ls-tree", "-r", commit, "--", *paths).stdout
     have = {line.split("\t", 1)[1]: line.split()[2] for line in out.splitlines() if "\t" in line}
     return all(have.get(p, "").startswith(blob) for p, blob in wanted.items())
 

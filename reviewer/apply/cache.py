@@ -2,12 +2,15 @@
 
 `git am -3` of a series on a base is determined by: the repository (its objects: the base
 commit, and the pre-image blobs a 3-way merge falls back to), the base commit, each patch's
-mail exactly as the apply stage feeds it to `git am` (worktree.as_mail), git's version, and
+mail exactly as the apply stage feeds it to `git am` (series.mbox.patch_mail), git's version, and
 the git configuration `git am` runs under (am.*, apply.*, core.* ...: the tree's and the
 user's, as `git config --list` shows them). All of it is in the key.
 
-Kept: a series that applied (with the patched commit, which stays in the repository's
-objects), and one that git am refused ("Patch failed at"); never a timeout or another error.
+Kept: a series that applied (with the patched commit), and one that git am refused ("Patch
+failed at"); never a timeout or another error. The patched commit is made in the run's shadow
+repository (apply/worktree.py), which goes with the run, and the user's repository is never
+written: its new objects (a few blobs, trees and commits) are copied into a repository of ours
+under $XDG_CACHE_HOME/reviewer/applied/, which borrows the user's objects as the shadow does.
 Used only when nothing needs the patched worktree afterwards (no selftests run, no boot): the
 later stages then only list what they would run, and for that they read the touched
 directories of the patched tree (KUnit suites beside a touched file), which `view` writes out
@@ -17,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import re
 import shutil
 import tempfile
@@ -27,7 +31,8 @@ from pathlib import Path
 
 from reviewer.apply import worktree
 from reviewer.model import PatchApply, Series
-from reviewer.proc import output_bytes, run
+from reviewer.series import mbox
+from reviewer.store import dirs
 from reviewer.store import results as resultcache
 from reviewer.tree import git as tree_git
 
@@ -39,46 +44,65 @@ _INDEX = re.compile(r"^index ([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})", re.M)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class CachedApply:
     patches: tuple[PatchApply, ...]
     commit: str | None  # the patched commit (None when a patch failed)
 
 
 def key(tree: Path, base: str, series: Series) -> str:
     git_dir = str(tree_git.git_dir(tree))
-    mails = [hashlib.sha256(worktree.as_mail(p)).hexdigest() for p in series.patches]
+    mails = [hashlib.sha256(mbox.patch_mail(p)).hexdigest() for p in series.patches]
     # Pre-images a 3-way merge would need; not those the series' own patches make (the first apply stores them).
     made = {post for p in series.patches for _, post in _INDEX.findall(p.diff)}
     blobs = sorted({pre for p in series.patches for pre, _ in _INDEX.findall(p.diff) if set(pre) != {"0"} and pre not in made})
-    found = run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"], input="".join(f"{b}\n" for b in blobs)).stdout if blobs else ""
-    settings = run(["git", "-C", str(tree), "config", "--list", "--includes"], check=False).stdout
-    parts = {"git_dir": git_dir, "base": base, "mails": mails, "git": run(["git", "--version"]).stdout.strip(),
+    found = tree_git.git(tree, "cat-file", "--batch-check", input="".join(f"{b}\n" for b in blobs)) if blobs else ""
+    settings = tree_git.call(tree, "config", "--list", "--includes").stdout
+    parts = {"git_dir": git_dir, "base": base, "mails": mails, "git": tree_git.git(tree, "--version").strip(),
              "preimages": found.splitlines(), "config": sorted(ln for ln in settings.splitlines() if ln.startswith(_SETTINGS))}
     return resultcache.key(KIND, parts)
 
 
-def lookup(tree: Path, digest: str, policy: resultcache.Policy) -> Outcome | None:
+def lookup(tree: Path, digest: str, policy: resultcache.CacheUse) -> CachedApply | None:
     """The cached outcome, if POLICY reads and it is there (and its patched commit still is, when it applied)."""
     value = resultcache.get(KIND, digest) if policy.read else None
     if not isinstance(value, dict):
         return None
-    outcome = Outcome(tuple(PatchApply(int(i), str(s), str(d)) for i, s, d in value["patches"]), value.get("commit"))
-    if outcome.commit is not None and not _is_commit(tree, outcome.commit):
-        return None  # pruned by git gc: apply again
+    outcome = CachedApply(tuple(PatchApply(int(i), str(s), str(d)) for i, s, d in value["patches"]), value.get("commit"))
+    if outcome.commit is not None and not tree_git.has_commit(kept(tree), outcome.commit):
+        return None  # our copy is gone (a cleaned cache): apply again
     return outcome
 
 
-def store(digest: str, patches: tuple[PatchApply, ...], patched: Path, policy: resultcache.Policy) -> None:
+def kept(tree: Path) -> Path:
+    """Our repository of patched commits for TREE's repository: it borrows TREE's objects."""
+    common = tree_git.common_dir(tree)
+    name = hashlib.sha256(str(common).encode()).hexdigest()[:16]
+    return worktree.shadow(tree, dirs.cache_root() / "applied" / f"{name}.git")
+
+
+def _keep(patched: Path, commit: str, tree: Path, digest: str) -> None:
+    """Copy what the apply wrote (the shadow's own objects: loose, as git am writes them) into kept(TREE)."""
+    into = kept(tree)
+    source = tree_git.common_dir(patched) / "objects"
+    for obj in source.glob("[0-9a-f][0-9a-f]/*"):
+        dest = into / "objects" / obj.parent.name / obj.name
+        if not dest.exists():
+            dest.parent.mkdir(exist_ok=True)
+            part = dest.with_name(f".{obj.name}.{os.getpid()}")
+            shutil.copyfile(obj, part)
+            os.replace(part, dest)  # objects are named by content: a concurrent copy writes the same bytes
+    tree_git.git(into, "update-ref", f"refs/applied/{digest}", commit)
+
+
+def store(tree: Path, digest: str, patches: tuple[PatchApply, ...], patched: Path, policy: resultcache.CacheUse) -> None:
     """Keep a clean apply, or a patch git am refused; not a timeout or another failure."""
     failed = next((p for p in patches if p.status == "failed"), None)
     if not policy.write or (failed is not None and "Patch failed at" not in failed.detail):
         return
     commit = tree_git.git(patched, "rev-parse", "HEAD").strip() if failed is None else None
+    if commit is not None:
+        _keep(patched, commit, tree, digest)
     resultcache.put(KIND, digest, {"patches": [[p.index, p.status, p.detail] for p in patches], "commit": commit})
-
-
-def _is_commit(tree: Path, commit: str) -> bool:
-    return run(["git", "-C", str(tree), "cat-file", "-e", f"{commit}^{{commit}}"], check=False).returncode == 0
 
 
 @contextlib.contextmanager
@@ -96,7 +120,7 @@ def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
             stems.setdefault(_dir(p), set()).add(test_stem(p))
         dirs = sorted(stems)
         specs = [s for d in dirs for s in (d or ".", f"{d}tests/")]
-        listing = run(["git", "-C", str(tree), "ls-tree", "-z", commit, "--", *specs]).stdout
+        listing = tree_git.git(tree, "ls-tree", "-z", commit, "--", *specs)
         blobs = [e.split("\t", 1)[1] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]
         wanted = set(touched)
 
@@ -125,7 +149,7 @@ def _write_blobs(tree: Path, commit: str, files: list[str], where: Path) -> None
     whole tree first: 0.08 s on the 6.12 tree for a single file)."""
     if not files:
         return
-    out = output_bytes(["git", "-C", str(tree), "cat-file", "--batch"], input="".join(f"{commit}:{f}\n" for f in files).encode())
+    out = tree_git.output(tree, "cat-file", "--batch", input="".join(f"{commit}:{f}\n" for f in files).encode())
     at = 0
     for f in files:
         header_end = out.index(b"\n", at)
@@ -136,17 +160,17 @@ def _write_blobs(tree: Path, commit: str, files: list[str], where: Path) -> None
         at = header_end + 1 + size + 1  # the content is followed by a newline
 
 
-def apply(tree: Path, base: str, series: Series, policy: resultcache.Policy, reuse: bool, stack: contextlib.ExitStack,
+def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, reuse: bool, stack: contextlib.ExitStack,
           open_worktree: Callable[[], AbstractContextManager[Path]]) -> tuple[Path | None, tuple[PatchApply, ...], bool]:
     """(the patched tree, each patch's outcome, from the cache?). REUSE: nothing needs the real worktree
     afterwards, so a cached outcome (and a view of the touched directories) will do; else apply for real."""
     digest = key(tree, base, series) if policy.read or policy.write else None
     cached = lookup(tree, digest, policy) if digest is not None and reuse else None
     if cached is not None:
-        patched = stack.enter_context(view(tree, cached.commit, series.touched)) if cached.commit is not None else None
+        patched = stack.enter_context(view(kept(tree), cached.commit, series.touched)) if cached.commit is not None else None
         return patched, cached.patches, True
     patched = stack.enter_context(open_worktree())
     results = worktree.apply_series(patched, series)
     if digest is not None:
-        store(digest, results, patched, policy)
+        store(tree, digest, results, patched, policy)
     return patched, results, False

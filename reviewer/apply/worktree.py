@@ -20,13 +20,12 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
-from email.message import EmailMessage
-from email.policy import SMTP
 from pathlib import Path
 
 from reviewer.errors import CommandError, ConfigError
 from reviewer.model import Patch, PatchApply, Series
 from reviewer.run import ending, leftovers
+from reviewer.series import mbox
 from reviewer.tree.git import call, common_dir, git
 
 _SHADOWS: dict[tuple[Path, str], Path] = {}  # (the user's common git dir, the run's temporary directory) -> its shadow
@@ -252,11 +251,11 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
     entries on a kernel tree), so one per patch cost ~0.1 s a patch more here.
     """
     before = git(wt, "rev-parse", "HEAD").strip()
-    mbox = b"".join(_mboxrd(as_mail(p)) for p in series.patches)
+    mails = mbox.write(mbox.patch_mail(p) for p in series.patches)
     error: CommandError | None = None
     try:
         out = git(wt, *options(wt), "-c", "core.quotePath=false", "am", "-3", "--no-gpg-sign", "--patch-format=mboxrd",
-                  input=mbox, timeout=300 + 30 * len(series.patches))
+                  input=mails, timeout=300 + 30 * len(series.patches))
     except CommandError as exc:
         out, error = exc.stdout, exc
         # Keep the patches that applied, drop what the failed one left: the diagnosis sees the tree it met.
@@ -270,12 +269,6 @@ def apply_series(wt: Path, series: Series) -> tuple[PatchApply, ...]:
         patch = series.patches[applied]
         results.append(PatchApply(patch.index, "failed", _failed_hunk(wt, patch) + _why(error)))
     return tuple(results)
-
-
-def _mboxrd(mail: bytes) -> bytes:
-    """MAIL as one message of an mbox (mboxrd: a body line `From ...` is escaped as `>From ...`)."""
-    body = re.sub(rb"^(>*From )", rb">\1", mail, flags=re.M)
-    return b"From reviewer Mon Sep 17 00:00:00 2001\n" + body + (b"" if body.endswith(b"\n") else b"\n")
 
 
 _FAILED_AT = re.compile(r"^error: patch failed: (?P<path>.+):(?P<line>\d+)$", re.M)
@@ -297,13 +290,3 @@ def _why(exc: CommandError) -> str:
     lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith(("error:", "Patch failed", "CONFLICT"))]
     return "; ".join(lines[:3]) or exc.message
 
-
-def as_mail(patch: Patch) -> bytes:
-    """PATCH as the one mail `git am` gets for it (the apply cache's key hashes exactly this)."""
-    msg = EmailMessage()
-    msg["From"] = str(patch.author)
-    if patch.date:
-        msg["Date"] = patch.date.strftime("%a, %d %b %Y %H:%M:%S %z")
-    msg["Subject"] = f"[PATCH {patch.index}/{patch.total}] {patch.subject}"
-    msg.set_content(f"{patch.message}---\n{patch.diff}", charset="utf-8", cte="8bit")
-    return msg.as_bytes(policy=SMTP.clone(linesep="\n"))

@@ -1,7 +1,6 @@
 """Base vs patched, per environment: what each boot's console says, as runs, per-case ratios and findings."""
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -99,16 +98,8 @@ def _dmapool(test: InTest, base: Side, patched: Side) -> list[BenchResult]:
 
 
 def _bench(name: str, env: str, case: str, base: list[float], patched: list[float]) -> BenchResult:
-    mb = statistics.median(base) if base else None
-    mp = statistics.median(patched) if patched else None
-    ratio = mp / mb if mb and mp is not None else None
     note = "" if base and patched else f"no time on the {'base' if not base else 'patched'} side"
-    return BenchResult(name, env, case, "us", mb, mp, ratio, max(len(base), len(patched)), max(_spread(base), _spread(patched)), note)
-
-
-def _spread(values: list[float]) -> float:
-    mid = statistics.median(values) if values else 0.0
-    return (max(values) - min(values)) / mid if len(values) > 1 and mid else 0.0
+    return BenchResult.of(name, env, case, "us", base, patched, max(len(base), len(patched)), note)
 
 
 def _slower(test: InTest, env: str, slow: list[BenchResult], limit: float) -> Finding:

@@ -19,14 +19,16 @@ from reviewer.boot import ab, kconfig, qemu, srctree
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
 from reviewer.model import BenchResult, Finding, TestRun
+from reviewer.progress import QUIET, Progress
 from reviewer.run import private
+from reviewer.tree.git import common_dir
 
 KEEP_IMAGES = 24
 REPEAT_UNDER = 20.0  # seconds: boots longer than this run once
 
 
 @dataclass(frozen=True)
-class Outcome:
+class BootResults:
     runs: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
     findings: tuple[Finding, ...] = ()
@@ -40,25 +42,32 @@ def run_intests(
     base_wt: Path, patched_wt: Path, touched: Sequence[str], envs: tuple[str, ...], cache_dir: Path, timeout: float,
     *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float = 1.25, boots: int = 3,
     build_timeout: float = kconfig.BUILD_TIMEOUT, commits: tuple[str, str] | None = None,
-) -> Outcome:
+    progress: Progress = QUIET, chosen: Sequence[tuple[InTest, str]] | None = None,
+) -> BootResults:
     """Build base and patched (the worktrees' commits, or COMMITS: the worktrees may be sparse) in each
-    environment, boot each up to BOOTS times (TIMEOUT seconds of wall clock per boot), and compare."""
+    environment, boot each up to BOOTS times (TIMEOUT seconds of wall clock per boot), and compare.
+    PROGRESS hears of each build and boot as it starts. CHOSEN: the tests the caller has listed (else
+    they are listed here, in BASE_WT). Both commits are checked out from PATCHED_WT's repository: the
+    patched commit may exist only there (a worktree of a shadow repository borrows the base's objects)."""
     if unknown := [e for e in envs if e not in kconfig.ENVS]:
         raise UsageError(f"unknown boot environment {unknown[0]!r}", f"choose from: {', '.join(kconfig.ENVS)}")
-    chosen = relevant(touched, base_wt, extra)
+    chosen = list(chosen) if chosen is not None else relevant(touched, base_wt, extra)
     if not chosen:
-        return Outcome()
+        return BootResults()
     preflight()
     tests = [t for t, _ in chosen]
     base, patched = commits or (srctree.commit_of(base_wt), srctree.commit_of(patched_wt))
     trees = {"base": base, "patched": patched}
     logs = log_dir or cache_dir / "logs"  # created by the first boot: a failed build leaves no empty directory
-    out = Outcome(tests=tuple(chosen), config={e: kconfig.fragment(symbols(tests), e) for e in envs})
+    out = BootResults(tests=tuple(chosen), config={e: kconfig.fragment(symbols(tests), e) for e in envs})
+    progress.expect(len(envs) * len(trees))  # the builds; each round of boots adds its own
     with _locked(cache_dir):
         for env in envs:
-            sides = {tree: _side(srctree.git_dir(base_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
-                     for tree, c in trees.items()}
-            sides = _boot(sides, boots, timeout, logs, out.logs)
+            sides: dict[str, ab.Side] = {}
+            for tree, c in trees.items():
+                progress.advance(f"build the {tree} kernel ({env})")
+                sides[tree] = _side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
+            sides = _boot(sides, boots, timeout, logs, out.logs, progress)
             out = _merge(out, tests, sides, slower_than)
     return out
 
@@ -99,15 +108,18 @@ def _side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], c
     return ab.Side(tree, env, b)
 
 
-def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str]) -> dict[str, ab.Side]:
+def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str],
+          progress: Progress = QUIET) -> dict[str, ab.Side]:
     """Boot the sides in turn, up to BOOTS rounds (alternating, so that a slow moment hits both) for
     medians. A side boots again only while its boots are clean and short: a hang or a splat
     will come back, and a minute-long test (debug, TCG) averages out its own noise."""
     done: dict[str, list[qemu.Boot]] = {tree: [] for tree in sides}
     for n in range(boots):
-        for tree, side in sides.items():
-            if side.build.image is None or (n and not _again(done[tree])):
-                continue
+        going = [(tree, side) for tree, side in sides.items() if side.build.image is not None and (not n or _again(done[tree]))]
+        progress.expect(len(going))
+        for tree, side in going:
+            assert side.build.image is not None
+            progress.advance(f"boot the {tree} kernel ({side.env})" + (f", boot {n + 1} of up to {boots}" if n else ""))
             log = logs / f"boot-{tree}-{side.env}{f'-{n + 1}' if n else ''}.log"
             private.make_dir(logs)  # console logs: the user's eyes only (700; proc.watch writes them 600)
             done[tree].append(qemu.boot(side.build.image, timeout, log))
@@ -120,12 +132,12 @@ def _again(previous: list[qemu.Boot]) -> bool:
     return last is not None and last.seconds < REPEAT_UNDER and ab.clean(last)
 
 
-def _merge(out: Outcome, tests: list[InTest], sides: dict[str, ab.Side], slower_than: float) -> Outcome:
+def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], slower_than: float) -> BootResults:
     runs = [r for s in sides.values() for r in ab.runs(tests, s)]
     findings = [f for s in sides.values() for f in ab.side_findings(s)]
     bench, more = ab.compare(tests, sides["base"], sides["patched"], slower_than)
     accel = next((b.accel for s in sides.values() for b in s.boots), out.accel)
-    return Outcome((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
+    return BootResults((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
                    out.tests, out.config, out.logs, accel)
 
 
@@ -141,3 +153,5 @@ def _locked(cache: Path) -> Iterator[None]:
 def _prune(images: Path) -> None:
     for old in sorted(images.glob("*.bzImage"), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
         old.unlink(missing_ok=True)
+
+

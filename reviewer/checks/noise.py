@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reviewer.checks import maintainers_coverage as mc
 from reviewer.checks._files import text_after
 from reviewer.model import Change, FileChange, Finding, Series
 from reviewer.tree.base import BaseTree
+from reviewer.tree.maintainers import IsDir, Maintainers, dirs_after, parse
 
 
 def drop(findings: Sequence[Finding], series: Series, base: BaseTree | None) -> list[Finding]:
@@ -23,12 +23,12 @@ def drop(findings: Sequence[Finding], series: Series, base: BaseTree | None) -> 
     text = text_after(series, base, "MAINTAINERS")
     if text is None:
         return list(findings)
-    sections = [s for s in mc.parse(text) if s[0] != mc.CATCH_ALL]
-    covered = {p.index for p in series.patches if p.index in asking and _all_covered(p.files, sections)}
+    maintainers, is_dir = parse(text), dirs_after(series, base)
+    covered = {p.index for p in series.patches if p.index in asking and _all_covered(p.files, maintainers, is_dir)}
     return [f for f in findings if not (f.rule == "checkpatch/FILE_PATH_CHANGES" and f.patch in covered)]
 
 
-def _all_covered(files: Sequence[FileChange], sections: list[mc.Section]) -> bool:
+def _all_covered(files: Sequence[FileChange], maintainers: Maintainers, is_dir: IsDir) -> bool:
     moved = (Change.ADDED, Change.DELETED, Change.RENAMED, Change.COPIED)
     paths = [p for fc in files if fc.change in moved and not fc.is_symlink for p in (fc.path, fc.old_path) if p]
-    return bool(paths) and all(any(mc.covers(s, p) for s in sections) for p in paths)
+    return bool(paths) and all(maintainers.covered(p, is_dir) for p in paths)

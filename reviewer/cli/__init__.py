@@ -2,11 +2,14 @@
 to a line on stderr and an exit status (and writes the crash log of a bug)."""
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import logging
 import os
 import signal
 import sys
 import traceback
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
@@ -15,6 +18,7 @@ from reviewer.cli.commands import sub_app
 from reviewer.cli.review import review_app
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.run import ending
+from reviewer.store import dirs
 
 # Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
@@ -35,8 +39,7 @@ def _one_line(text: str) -> str:
 
 
 def _crash_log(exc: BaseException) -> Path:
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    logdir = state / "reviewer" / "crash"
+    logdir = dirs.state_root() / "crash"
     logdir.mkdir(parents=True, exist_ok=True)
     path = logdir / f"{dt.datetime.now():%Y%m%d-%H%M%S}-{os.getpid()}.log"
     path.write_text("".join(traceback.format_exception(exc)))
@@ -61,11 +64,35 @@ def _say(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+class _Notes(logging.Handler):
+    """The library's log records (reviewer.*: the id a truncated one resolved to, a newer revision, a search
+    for other revisions that failed): one line each on stderr, as they happen; the report goes to stdout."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        level = "warning: " if record.levelno >= logging.WARNING else ""
+        print(f"review: {level}{_one_line(record.getMessage())}", file=sys.stderr, flush=True)
+
+
+@contextlib.contextmanager
+def _notes(debug: bool) -> Iterator[None]:
+    logger = logging.getLogger("reviewer")
+    handler, level = _Notes(), logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if debug else logging.INFO)
+    try:
+        yield
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)
+
+
 def _dispatch(args: list[str]) -> int:
     app = sub_app if args and args[0] in SUBCOMMANDS else review_app
     debug = "--debug" in args
+    bug: Exception | None = None
     try:
-        rc = app(args=args, prog_name="review", standalone_mode=False)
+        with _notes(debug):
+            rc = app(args=args, prog_name="review", standalone_mode=False)
     except typer.Exit as exc:
         rc = exc.exit_code
     except ending.Interrupted as exc:  # the handler has said so, and stopped the children
@@ -74,7 +101,9 @@ def _dispatch(args: list[str]) -> int:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
     except ReviewerError as exc:
-        return _fail(exc.message, exc.hint, int(exc.status))
+        if exc.status is not ExitStatus.INTERNAL:
+            return _fail(exc.message, exc.hint, int(exc.status))
+        bug = exc  # a CommandError no caller turned into the user's error: a bug like any other
     except KeyboardInterrupt:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
@@ -86,10 +115,12 @@ def _dispatch(args: list[str]) -> int:
             print(f"review: error: {exc}", file=sys.stderr)
         return int(exc.exit_code)
     except Exception as exc:  # the last resort: a bug of ours, never the user's fault
+        bug = exc
+    if bug is not None:
         if debug:
-            traceback.print_exc()
-        path = _crash_log(exc)
-        return _fail(f"internal error: {type(exc).__name__}: {exc}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
+            traceback.print_exception(bug)
+        path = _crash_log(bug)
+        return _fail(f"internal error: {type(bug).__name__}: {bug}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
     if rc == ExitStatus.INTERRUPTED and not ending.interrupted():  # typer turns Ctrl-C into a silent Exit(130)
         print("review: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else int(ExitStatus.OK)

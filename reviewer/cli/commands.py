@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 # The demo and hook code is imported where it is used (start-up time, see cli/review.py).
-from reviewer.cli.review import B4_FORMATS, ColorOpt, DebugOpt, Format, FormatOpt, finish, report, reportable, run, status_of
+from reviewer.cli.review import B4_FORMATS, ColorOpt, DebugOpt, Format, FormatOpt, WideHelp, finish, report, reportable, run, status_of
 from reviewer.errors import ApplyError, ExitStatus, SelftestError, UsageError
 from reviewer.pipeline import Request, review
 
@@ -20,7 +20,7 @@ def _subcommands() -> None:
     """Commands other than the review itself."""
 
 
-@sub_app.command("rules", help="List the rules and checks with their documentation, or validate a rules directory.")
+@sub_app.command("rules", cls=WideHelp, help="List the rules and checks with their documentation, or validate a rules directory.")
 def rules_command(
     check: Annotated[Path | None, typer.Option("--check", metavar="DIR", help="Validate the rule files in DIR and exit.")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also list the rules in DIR.")] = None,
@@ -34,7 +34,7 @@ def rules_command(
     sys.stdout.write(rulesdoc.list_rules(rules or []))
 
 
-@sub_app.command("demo", help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
+@sub_app.command("demo", cls=WideHelp, help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
 def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     if fmt in B4_FORMATS:
         raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
@@ -49,7 +49,7 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
     finish(result, error, fmt=fmt, color=color)
 
 
-@sub_app.command("install-hook", help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
+@sub_app.command("install-hook", cls=WideHelp, help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
 def install_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
@@ -60,7 +60,7 @@ def install_hook_command(
     print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
 
 
-@sub_app.command("uninstall-hook", help="Remove the pre-push hook installed by `review install-hook`.")
+@sub_app.command("uninstall-hook", cls=WideHelp, help="Remove the pre-push hook installed by `review install-hook`.")
 def uninstall_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
 ) -> None:
@@ -70,7 +70,7 @@ def uninstall_hook_command(
     print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
 
 
-@sub_app.command("pre-push", hidden=True, help="Run by the installed pre-push hook: review what is pushed.")
+@sub_app.command("pre-push", cls=WideHelp, hidden=True, help="Run by the installed pre-push hook: review what is pushed.")
 def pre_push_command(
     remote: Annotated[str, typer.Argument()] = "origin",
     url: Annotated[str, typer.Argument()] = "",

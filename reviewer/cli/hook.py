@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.errors import ConfigError
-from reviewer.proc import run
+from reviewer.tree import git as tree_git
 
 MARKER = "# installed by reviewer: `review install-hook`; remove with `review uninstall-hook`"
 ZERO = "0" * 40
@@ -25,8 +25,10 @@ class Push:
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
-    done = run(["git", *args], cwd=cwd, check=check, timeout=60)
-    return done.stdout.strip() if done.returncode == 0 else ""
+    # The user's hooks path in force: hook_path() asks git where the user's hooks are (no hook runs).
+    if check:
+        return tree_git.git(cwd, *args, timeout=60, user_hooks=True).strip()
+    return tree_git.read(cwd, *args, timeout=60, user_hooks=True)
 
 
 def toplevel(cwd: Path) -> Path:
@@ -113,4 +115,4 @@ def _base(cwd: Path, remote: str, local: str, theirs: str) -> str:
 
 
 def _known(cwd: Path, sha: str) -> bool:
-    return run(["git", "cat-file", "-e", f"{sha}^{{commit}}"], cwd=cwd, check=False, timeout=30).returncode == 0
+    return tree_git.has_commit(cwd, sha, timeout=30)

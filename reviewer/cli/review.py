@@ -7,8 +7,7 @@ import os
 import re
 import sys
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from email.message import EmailMessage
 from enum import StrEnum
@@ -16,15 +15,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
+import typer.core
+import typer.main
 
 from reviewer.errors import ApplyError, ConfigError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
 from reviewer.model import Finding, Level, Review
 from reviewer.pipeline import Request, review
+from reviewer.progress import QUIET, Display, Progress
 from reviewer.report import email as reply_mail
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from typer._click import Context as ClickContext  # typer's own copy of click
+    from typer._click import HelpFormatter
 
     from reviewer.report import send as mail
 
@@ -32,8 +35,49 @@ if TYPE_CHECKING:
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
 # where it is used.
 
-EPILOG = ("Other commands: `review demo` runs the whole pipeline on the bundled LoongArch vDSO series; `review rules` documents the rules; "
-          "`review install-hook` / `review uninstall-hook` manage a git pre-push hook that reviews what you push.")
+HELP_WIDTH = 120  # columns of --help when stdout is not a terminal (rich's default, 80, cut the option names)
+
+
+class WideHelp(typer.core.TyperCommand):
+    """typer's rich --help, as wide as the report when piped or redirected (COLUMNS still rules)."""
+
+    def format_help(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
+        from typer import rich_utils
+
+        if not sys.stdout.isatty() and not os.environ.get("COLUMNS") and not os.environ.get("TERMINAL_WIDTH"):
+            rich_utils.MAX_WIDTH = HELP_WIDTH
+        super().format_help(ctx, formatter)
+
+
+class ReviewHelp(WideHelp):
+    """The review command's --help also lists the other commands: they are another typer app (see
+    cli/__init__.py), which the review's own help would not name."""
+
+    def format_help(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
+        from typer import rich_utils
+
+        super().format_help(ctx, formatter)
+        _commands_panel(rich_utils.MAX_WIDTH)
+
+
+def _commands_panel(width: int | None) -> None:
+    """The other commands and what they do, in a panel like typer's own."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+
+    from reviewer.cli.commands import sub_app
+
+    group = typer.main.get_group(sub_app)
+    table = Table(show_header=False, box=None, expand=True, padding=(0, 1))
+    table.add_column(style="bold cyan", no_wrap=True)
+    table.add_column(ratio=10)
+    for name, cmd in group.commands.items():
+        if not cmd.hidden:
+            table.add_row(f"review {name}", cmd.help or "")
+    console = Console(width=width, highlight=False)
+    console.print(Panel(table, border_style="dim", title="Commands", title_align="left"))
+    console.print(" `review COMMAND --help` shows a command's options.")
 
 
 
@@ -47,20 +91,20 @@ class Format(StrEnum):
 B4_FORMATS = (Format.B4_CHECK, Format.CHECKPATCH)
 
 
-review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, epilog=EPILOG)
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last two read one message on stdin (TARGET -).")]
+review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last two read one message on stdin (TARGET -).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
 ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal).")]
 
 
-@review_app.command(help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
+@review_app.command(cls=ReviewHelp, help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
 def main_command(
-    target: Annotated[str | None, typer.Argument(help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); none: the b4 prep branch checked out", show_default=False)] = None,
+    target: Annotated[str | None, typer.Argument(metavar="TARGET", help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); none: the b4 prep branch checked out", show_default=False)] = None,
     fmt: FormatOpt = Format.TERMINAL,
-    revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, help="Review revision N of the series (default: the newest).")] = None,
-    repo: Annotated[Path | None, typer.Option("-C", help="Run as if started in PATH (for git ranges).")] = None,
-    tree: Annotated[Path | None, typer.Option("--tree", "-t", help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
-    base: Annotated[str | None, typer.Option("--base", help="Apply on REF instead of the series' base-commit.")] = None,
+    revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, metavar="N", help="Review revision N of the series (default: the newest).")] = None,
+    repo: Annotated[Path | None, typer.Option("-C", metavar="PATH", help="Run as if started in PATH (for git ranges).")] = None,
+    tree: Annotated[Path | None, typer.Option("--tree", "-t", metavar="DIR", help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
+    base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Apply on REF instead of the series' base-commit.")] = None,
     lore_url: Annotated[str | None, typer.Option("--lore-url", metavar="URL", help="public-inbox archive to fetch Message-IDs from (default: git config reviewer.loreUrl, else https://lore.kernel.org/all/).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Fetch from lore even if the thread is cached.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never fetch: use only threads cached by earlier runs.")] = False,
@@ -68,11 +112,11 @@ def main_command(
     tests: Annotated[str | None, typer.Option("--tests", metavar="LIST", help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens (implies --run-tests).")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="Do not choose or run selftests.")] = False,
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
-    bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, help="Runs per benchmark and tree (the median is reported).")] = 3,
-    slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
+    bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, metavar="N", help="Runs per benchmark and tree (the median is reported).")] = 3,
+    slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
     boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
-    boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
+    boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
     test_timeout: Annotated[float, typer.Option("--test-timeout", min=1.0, metavar="SECONDS", help="The longest one selftest may run, whatever its directory's settings file asks (the series wrote it; timeout=0 there asks for no limit); a test cut short is a warning.")] = MAX_TEST_SECONDS,
     log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR", help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ (default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
     bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
@@ -83,8 +127,8 @@ def main_command(
     checkpatch_strict: Annotated[bool, typer.Option("--checkpatch-strict", help="Run checkpatch.pl --strict (its CHECK reports, as info).")] = False,
     codespell: Annotated[bool, typer.Option("--codespell", help="Run checkpatch.pl --codespell (needs the codespell dictionary).")] = False,
     reply: Annotated[str | None, typer.Option("--reply", metavar="FILE", help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch an mbox of several.")] = None,
-    reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", help="Recipients: author, list (author + the thread's To:) or all (author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
-    trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="'Tested-by: NAME <ADDR>'", help="Add this trailer to the reply (repeatable); none is added otherwise.")] = None,
+    reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", metavar="POLICY", help="Recipients: author, list (author + the thread's To:) or all (author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
+    trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="TRAILER", help="Add this trailer to the reply, e.g. 'Tested-by: NAME <ADDR>' (repeatable); none is added otherwise.")] = None,
     per_patch: Annotated[bool, typer.Option("--per-patch", help="One reply per patch with findings, instead of one to the cover letter.")] = False,
     send: Annotated[bool, typer.Option("--send", help="Send the reply (SMTP or sendmail as configured for git send-email), after confirmation.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --send: do not ask for confirmation.")] = False,
@@ -396,29 +440,19 @@ def exit_for(result: Review, error: ReviewerError | None, strict: bool) -> None:
 
 
 def run(request: Request, fmt: Format, color: bool | None) -> tuple[Review, ReviewerError | None]:
-    progress = None
-    if fmt is Format.TERMINAL:
-        from rich.console import Console
-
-        err = Console(stderr=True, force_terminal=color, no_color=color is False)
-        progress = _progress(err) if err.is_terminal else None
-    return review(request, progress)
+    return review(request, progress_display(fmt, color))
 
 
-def _progress(console: Console) -> Callable[[str], contextlib.AbstractContextManager[None]]:
-    @contextlib.contextmanager
-    def show(stage: str) -> Iterator[None]:
-        # Only stages that take more than a second get a spinner: quick runs stay quiet.
-        status = console.status(f"{stage}...")
-        timer = threading.Timer(1.0, status.start)
-        timer.start()
-        try:
-            yield
-        finally:
-            timer.cancel()
-            status.stop()
+def progress_display(fmt: Format, color: bool | None) -> Progress:
+    """What the review shows on stderr while it runs: with the terminal report, and when stderr is a
+    terminal (or --color forces it), a spinner per slow stage and each build, test and benchmark run
+    with how many are left; else nothing (the JSON, the b4 formats, a redirected stderr)."""
+    if fmt is not Format.TERMINAL:
+        return QUIET
+    from rich.console import Console
 
-    return show
+    err = Console(stderr=True, force_terminal=color, no_color=color is False)
+    return Display(err) if err.is_terminal else QUIET
 
 
 def finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None, strict: bool = False) -> None:

@@ -50,24 +50,24 @@ class Options:
     ignore: frozenset[str] = frozenset()
     get_maintainer: bool = True
     jobs: int = field(default_factory=lambda: os.cpu_count() or 1)
-    cache: resultcache.Policy = resultcache.Policy()  # the result cache: read it, write it (--no-cache: write only)
+    cache: resultcache.CacheUse = resultcache.CacheUse()  # the result cache: read it, write it (--no-cache: write only)
 
 
 @dataclass(frozen=True)
-class Outcome:
+class ScriptFindings:
     findings: tuple[Finding, ...]
     note: str  # for the check stage's detail
 
 
-def review(series: Series, tree: Path, options: Options) -> Outcome:
+def review(series: Series, tree: Path, options: Options) -> ScriptFindings:
     """Run the tree's scripts on every patch of SERIES; a note instead when they cannot run."""
     wanted = [s for s, on in ((checkpatch.SCRIPT, options.checkpatch), (get_maintainer.SCRIPT, options.get_maintainer)) if on]
     if not wanted:
-        return Outcome((), "checkpatch.pl: off (--no-checkpatch)")
+        return ScriptFindings((), "checkpatch.pl: off (--no-checkpatch)")
     absent = [s for s in wanted if not (tree / s).is_file()]
     if len(absent) == len(wanted) or shutil.which("perl") is None:
         why = f"the tree has no {', '.join(absent)}" if absent else "perl is not installed"
-        return Outcome((), f"kernel scripts skipped: {why}")
+        return ScriptFindings((), f"kernel scripts skipped: {why}")
     found: list[Finding] = []
     notes: list[str] = [f"{Path(s).name} skipped: the tree has no {s}" for s in absent]  # an old or trimmed tree: run what it has
     with tempfile.TemporaryDirectory(prefix="reviewer-scripts-") as scratch:
@@ -85,7 +85,7 @@ def review(series: Series, tree: Path, options: Options) -> Outcome:
     if series.pull_request is not None:
         # It goes to the maintainer who pulls, not to those get_maintainer.pl names: only checkpatch's word counts.
         found = [f for f in found if f.rule.startswith("checkpatch/")]
-    return Outcome(tuple(found), ", ".join(notes))
+    return ScriptFindings(tuple(found), ", ".join(notes))
 
 
 def _write(scratch: Path, mail: Mail) -> Path:
@@ -197,3 +197,5 @@ def _codespell_file() -> Path | None:
     spec = importlib.util.find_spec("codespell_lib")
     ours = [Path(spec.origin).parent / "data" / "dictionary.txt"] if spec and spec.origin else []
     return next((p for p in (*CODESPELL, *ours) if p.is_file()), None)
+
+

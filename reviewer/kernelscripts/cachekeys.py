@@ -27,8 +27,8 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from reviewer.proc import run
 from reviewer.store.results import file_id, program_id
+from reviewer.tree.git import call, git
 
 CHECKPATCH_FILES = ("scripts/checkpatch.pl", "scripts/spelling.txt", "scripts/const_structs.checkpatch", ".checkpatch.conf",
                     "scripts/get_maintainer.pl", "MAINTAINERS", "scripts/spdxcheck.py")
@@ -74,10 +74,10 @@ def tree_state(tree: Path, touched: Iterable[str] = ()) -> dict[str, object]:
 
     `--no-optional-locks`: no lock taken, the index is not rewritten.
     """
-    head = run(["git", "-C", str(tree), "rev-parse", "--verify", "-q", "HEAD^{tree}"], check=False).stdout.strip()
+    head = call(tree, "rev-parse", "--verify", "-q", "HEAD^{tree}").stdout.strip()
     top = sorted((e.name, e.is_dir()) for e in os.scandir(tree) if e.name != ".git")
     specs = [*READS, *sorted({f":(literal){p}" for p in (*touched, *(name for name, is_dir in top if not is_dir))})]
-    status = run(["git", "--no-optional-locks", "-C", str(tree), "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs]).stdout
+    status = git(tree, "--no-optional-locks", "status", "--porcelain=v1", "-z", "--untracked-files=all", "--", *specs)
     dirty = []
     tokens = iter(status.split("\0"))
     for token in tokens:
@@ -102,6 +102,6 @@ def commit_ids(git_dir: str, texts: Iterable[str]) -> list[list[list[str]]]:
     tokens = sorted({tok for toks in per for tok in toks})
     if not tokens:
         return [[] for _ in per]
-    out = run(["git", f"--git-dir={git_dir}", "cat-file", "--batch-check"], input="".join(f"{t}\n" for t in tokens)).stdout
+    out = git(Path(git_dir), f"--git-dir={git_dir}", "cat-file", "--batch-check", input="".join(f"{t}\n" for t in tokens))
     known = dict(zip(tokens, out.splitlines(), strict=False))
     return [[[tok, known.get(tok, "")] for tok in toks] for toks in per]

@@ -1,5 +1,7 @@
-"""Each patch written back as a mail, as `git format-patch` would, with a map from the mail's
-line numbers to the file and line they show (checkpatch.pl and get_maintainer.pl read mails).
+"""Each patch written back as a mail (series.mbox's, the one `git am` gets, without its Date:), with
+a map from the mail's line numbers to the file and line they show (checkpatch.pl and
+get_maintainer.pl read mails). No Date: header: neither script reads it, and without it a
+re-posted patch's mail, its line numbers and its cache key stay the same.
 
 checkpatch's `--emacs` positions are mail line numbers; its `--showfile` positions are wrong for
 commit-message findings (they carry the last file's position), so we map them ourselves.
@@ -10,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from reviewer.model import Patch
+from reviewer.series import mbox
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _HEADERS = ("diff --git ", "index ", "--- ", "+++ ", "old mode", "new mode", "deleted file", "new file", "similarity", "dissimilarity",
@@ -34,17 +37,8 @@ class Mail:
 
 
 def render(patch: Patch) -> Mail:
-    head = [
-        f"From: {patch.author}",
-        f"Subject: [PATCH {patch.index}/{patch.total}] {patch.subject}",
-        "MIME-Version: 1.0",
-        "Content-Type: text/plain; charset=UTF-8",
-        "Content-Transfer-Encoding: 8bit",
-        "",
-        *patch.message.splitlines(),
-        "---",
-    ]
-    diff = patch.diff.splitlines()
+    head = mbox.patch_head(patch, dated=False)
+    diff = mbox.lines(patch.diff)
     return Mail(patch, "\n".join(head + diff) + "\n", _map(diff, len(head)))
 
 

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from reviewer.errors import CommandError
 from reviewer.model import Finding, Level, Review, Series
-from reviewer.proc import run
 from reviewer.series import prep
+from reviewer.tree.git import output
 
 TOOL = "reviewer"
 _COUNTER = re.compile(r"^\s*(?:re:\s*)?\[[^\]]*?\b(\d+)/(\d+)\]", re.IGNORECASE)
@@ -61,8 +62,12 @@ def _thread_blob(cwd: Path) -> bytes:
     blob = tracking.get("series", {}).get("thread-blob", "") if isinstance(tracking, dict) else ""
     if not blob:
         return b""
-    done = run(["git", "cat-file", "blob", str(blob)], cwd=cwd, check=False, timeout=60)
-    return done.stdout.encode() if done.returncode == 0 else b""
+    try:
+        return output(cwd, "cat-file", "blob", str(blob), timeout=60)  # the thread's mbox, byte for byte
+    except CommandError as exc:
+        if exc.returncode is None:  # timed out, or no git: as any other git command's failure
+            raise
+        return b""  # no such blob: the tracking data is stale
 
 
 def select(review: Review, msg: email.message.Message, series_on_first: bool) -> tuple[int | None, list[Finding]]:

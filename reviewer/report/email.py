@@ -16,9 +16,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from enum import StrEnum
-from importlib.metadata import PackageNotFoundError, version
 
 from reviewer.model import FileChange, Finding, Hunk, Level, Patch, Review, Series
+from reviewer.series import mbox
+from reviewer.store.results import version
 
 WIDTH = 72
 _MAX_QUOTE = 6  # hunk lines quoted per finding: enough to see what is meant
@@ -86,7 +87,7 @@ class ReplyOptions:
     trailers: tuple[str, ...] = ()  # e.g. "Tested-by: Name <addr>", only when the user asks
     date: dt.datetime | None = None  # fixed in tests; default now
     make_msgid: Callable[[], str] | None = None  # fixed in tests; default email.utils.make_msgid
-    signature: str = field(default_factory=lambda: f"reviewer {_version()}")
+    signature: str = field(default_factory=lambda: f"reviewer {version() or '(unknown version)'}")
     in_reply_to: str | None = None  # --in-reply-to: the real Message-ID to answer (without <>)
 
 
@@ -398,15 +399,5 @@ def as_bytes(msg: EmailMessage) -> bytes:
 
 def as_mbox(msgs: list[EmailMessage]) -> bytes:
     """Several messages as one mbox (mboxrd: `From ` lines in bodies get a `>`), for --per-patch."""
-    out = []
-    for msg in msgs:
-        raw = re.sub(rb"(?m)^(>*From )", rb">\1", as_bytes(msg))
-        out.append(b"From reviewer Thu Jan  1 00:00:00 1970\n" + raw.rstrip(b"\n") + b"\n\n")
-    return b"".join(out)
+    return mbox.write(as_bytes(msg).rstrip(b"\n") + b"\n" for msg in msgs)  # one line end each, as before
 
-
-def _version() -> str:
-    try:
-        return version("reviewer")
-    except PackageNotFoundError:
-        return "(unknown version)"

@@ -34,7 +34,7 @@ def document(review: Review) -> dict[str, Any]:
         "selftests_chosen": [{"test": c.test, "why": list(c.why)} for c in review.chosen],
         "selftests": [_run(r) for r in review.selftests],
         "benchmarks": [_bench(b) for b in review.benchmarks],
-        "boot": review.boot,
+        "boot": review.boot.document() if review.boot else None,
     }
 
 

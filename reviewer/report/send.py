@@ -17,7 +17,6 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import email.utils
-import os
 import shlex
 import smtplib
 import socket
@@ -32,6 +31,8 @@ from reviewer.errors import CommandError, ConfigError, ExitStatus, ReviewerError
 from reviewer.proc import run
 from reviewer.report.email import POLICY, as_bytes, invented_parent
 from reviewer.run import deadline, private
+from reviewer.store import dirs
+from reviewer.tree import git as tree_git
 
 TIMEOUT = 60.0  # per SMTP command; the whole conversation has REVIEWER_SMTP_DEADLINE
 
@@ -62,8 +63,7 @@ class Transport:
 
 
 def git_config(cwd: Path, key: str) -> str:
-    done = run(["git", "config", "--get", key], cwd=cwd, check=False, timeout=10)
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return tree_git.config_value(cwd, key)
 
 
 def sender(cwd: Path) -> str:
@@ -235,7 +235,7 @@ def _credential(cwd: Path, action: str, t: Transport, known: dict[str, str]) -> 
     """`git credential fill|approve|reject` for smtp://server:port, as git send-email asks it."""
     fields = {"protocol": "smtp", "host": f"{t.server}:{t.real_port}", "username": t.user, **known}
     text = "".join(f"{k}={v}\n" for k, v in fields.items()) + "\n"
-    done = run(["git", "credential", action], cwd=cwd, input=text, check=False, timeout=300)
+    done = tree_git.call(cwd, "credential", action, input=text, timeout=300, prompt=True)  # it may ask for the password
     if action == "fill" and done.returncode != 0:
         raise SendError(f"no password for {t.user} on {t.where()}: git credential fill failed",
                         "set git config sendemail.smtpPass or a credential helper")
@@ -248,8 +248,7 @@ def _t(text: bytes | str) -> str:
 
 def save_unsent(msg: EmailMessage) -> Path:
     """Keep an unsent message under $XDG_STATE_HOME/reviewer/unsent/ and return its path."""
-    state = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
-    folder = private.make_dir(state / "reviewer" / "unsent")  # a review of unpublished work: the user's eyes only
+    folder = private.make_dir(dirs.state_root() / "unsent")  # a review of unpublished work: the user's eyes only
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     for n in range(1000):
         path = folder / f"{stamp}-{n}.eml"

@@ -1,6 +1,7 @@
 """The terminal report, with rich: header, per-patch table, findings by patch, stages."""
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 
@@ -36,8 +37,9 @@ def build(review: Review) -> list[RenderableType]:
         parts += [_selftests(review), Text("")]
     if review.benchmarks:
         parts += [_benchmarks(review), Text("")]
-    if log_dir := (review.boot or {}).get("log_dir"):
-        parts += [Text.assemble(("Logs", "bold"), f"  {log_dir} (the boot console logs)"), Text("")]
+    parts += _selftest_logs(review)
+    if review.boot is not None and review.boot.log_dir:
+        parts += [Text.assemble(("Logs", "bold"), f"  {review.boot.log_dir} (the boot console logs)"), Text("")]
     parts += [_stages(review)]
     return parts
 
@@ -179,7 +181,8 @@ def _benchmarks(review: Review) -> Table:
     for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread"):
         table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric") else "right")
     for b in review.benchmarks:
-        ratio = Text(f"{b.ratio:.2f}x", style="bold red" if b.ratio > 1.25 else "") if b.ratio is not None else Text("-")
+        slower = b.ratio is not None and b.ratio > review.slower_than  # --slower-than, as the stages judged it
+        ratio = Text(f"{b.ratio:.2f}x", style="bold red" if slower else "") if b.ratio is not None else Text("-")
         table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}")
     return table
 
@@ -188,10 +191,22 @@ def _num(value: float | None) -> str:
     return f"{value:.3f}" if value is not None else "-"
 
 
+# Where a stage kept its logs ends its detail ("...; output in /path"): a table cell would cut the
+# path with an ellipsis or wrap it mid-path, so the cell points at a `Logs` line of its own above the
+# table, printed whole (render prints a Text with soft_wrap: no wrapping, no cropping).
+_LOGS_IN = re.compile(r"; (?P<what>output|console logs) in (?P<path>\S.*)$")
+
+
+def _selftest_logs(review: Review) -> list[RenderableType]:
+    paths = [m["path"] for st in review.stages if st.name == "selftests" and (m := _LOGS_IN.search(st.detail))]
+    return [part for path in paths for part in (Text.assemble(("Logs", "bold"), f"  {path} (the selftests' output)"), Text(""))]
+
+
 def _stages(review: Review) -> Table:
     table = Table(show_edge=False, header_style="bold")
     for name in ("Stage", "Status", "Seconds", "Detail"):
         table.add_column(name, justify="right" if name == "Seconds" else "left")
     for st in review.stages:
-        table.add_row(st.name, Text(str(st.status), style=_STAGE_STYLE[st.status]), f"{st.seconds:.2f}", st.detail)
+        detail = _LOGS_IN.sub(lambda m: f"; {m['what']}: see Logs above", st.detail)
+        table.add_row(st.name, Text(str(st.status), style=_STAGE_STYLE[st.status]), f"{st.seconds:.2f}", detail)
     return table

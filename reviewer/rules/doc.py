@@ -8,6 +8,7 @@ from pathlib import Path
 from reviewer.checks import CHECKS, Check
 from reviewer.errors import ConfigError
 from reviewer.rules import RULES_DIR, Rule, load_rules
+from reviewer.rules.schema import Example, check_examples
 
 
 def list_rules(rule_dirs: Iterable[Path] = ()) -> str:
@@ -31,8 +32,17 @@ def _rule(rule: Rule) -> str:
         extra = f" + {', '.join(t.extra_config)}" if t.extra_config else ""
         lines.append(f"  in-kernel test {t.name} ({t.kind}, CONFIG_{t.config}=y{extra}{', ' + t.source if t.source else ''}; with --boot)")
     for example in rule.examples:
-        lines.append(f"  example {example.name}: expect {', '.join(example.expect) or 'nothing'}")
+        lines.append(f"  example {example.name}{_shape(example)}: expect {', '.join(example.expect) or 'nothing'}")
     return "\n".join(lines)
+
+
+def _shape(example: Example) -> str:
+    """` (2 patches, a base tree of 3 files)`: what the example runs on (nothing: it is only shown)."""
+    if not example.patches:
+        return ""
+    patches = f"{len(example.patches)} patch{'es' if len(example.patches) > 1 else ''}"
+    tree = "no base tree" if example.tree is None else f"a base tree of {len(example.tree)} file{'s' if len(example.tree) != 1 else ''}"
+    return f" ({patches}, {tree})"
 
 
 def _check(check: Check) -> str:
@@ -56,4 +66,5 @@ def check_rules_dir(path: Path) -> list[str]:
     for rule in rules:
         if rule.id in taken:
             raise ConfigError(f"{rule.source}: id {rule.id!r} is already a Python check", "pick another id")
+        check_examples(rule)
     return [f"{r.source}: ok ({r.id}, {len(r.requires)} requirements)" for r in rules]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from reviewer.errors import ConfigError
+from reviewer.errors import ConfigError, InputError
 from reviewer.model import Change, Level
 
 SCHEMA = 1
@@ -27,6 +27,7 @@ TEST_KINDS = ("kunit", "dmapool")
 _SYMBOL = re.compile(r"^[A-Z0-9_]+$")
 _TEST_NAME = re.compile(r"^[\w.-]+$")
 HINT = "see rules/README.md for the rule schema"
+_GIT_DIFF = re.compile(r"^diff --git a/\S", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -76,8 +77,12 @@ class InKernelTest:
 
 @dataclass(frozen=True)
 class Example:
+    """A series the rule is shown (and, in tests/rules/test_examples.py, checked) on."""
+
     name: str
-    expect: tuple[str, ...]
+    expect: tuple[str, ...]  # the `rule/requirement` id of each finding, at its own level; () = none
+    patches: tuple[str, ...] = ()  # one diff per patch, in series order; none: only shown, not run
+    tree: Mapping[str, str] | None = None  # the base tree's files (path -> text); None: no base tree
 
 
 @dataclass(frozen=True)
@@ -203,6 +208,7 @@ def _rule(top: _Table, stem: str) -> Rule:
     requires = tuple(_requirement(_Table(f"{top.where}: [[require]] #{n}", t), rule) for n, t in enumerate(top.tables("require"), 1))
     top.done()
     _unique(top, requires)
+    _expected_ids(top, rule, requires)
     return replace(rule, requires=requires)
 
 
@@ -335,9 +341,59 @@ def _symbol(table: _Table, key: str, text: str, negate: bool = False) -> str:
 
 
 def _example(table: _Table) -> Example:
-    example = Example(table.get("name", str, required=True), table.strings("expect"))
+    example = Example(table.get("name", str, required=True), table.strings("expect"), _patches(table), _tree(table))
     table.done()
+    if example.tree is not None and not example.patches:
+        table.fail("a tree needs patches to apply to it", "tree")
     return example
+
+
+def _patches(table: _Table) -> tuple[str, ...]:
+    """Each a diff as git writes it. Only its shape is checked here: parsing costs ~1 ms a diff on
+    every review, which never reads examples; check_examples parses them (`review rules --check`)."""
+    patches = table.strings("patches")
+    for n, diff in enumerate(patches, 1):
+        if not _GIT_DIFF.search(diff):
+            table.fail(f"#{n}: expected a diff as git writes it (`diff --git a/<path> b/<path>`, ---, +++, @@ hunks)", "patches")
+    return patches
+
+
+def check_examples(rule: Rule) -> None:
+    """Parse every example's diffs; a damaged one is a ConfigError naming the file, the example and the patch."""
+    from reviewer.series.patchparse import parse_diff  # the one diff parser
+
+    for n, example in enumerate(rule.examples, 1):
+        for m, diff in enumerate(example.patches, 1):
+            try:
+                files = parse_diff(diff, f"#{m}")
+            except InputError as exc:
+                raise ConfigError(f"{rule.source}: [[example]] #{n} ({example.name}): patches: {exc.message}", HINT) from exc
+            if not files:
+                raise ConfigError(f"{rule.source}: [[example]] #{n} ({example.name}): patches: #{m} changes no file", HINT)
+
+
+def _tree(table: _Table) -> dict[str, str] | None:
+    if "tree" not in table.data:
+        table.seen.add("tree")
+        return None
+    files: dict[str, Any] = table.get("tree", dict)
+    for path, text in files.items():
+        parts = path.split("/")
+        if path.startswith("/") or not all(parts) or ".." in parts or "." in parts:
+            table.fail(f"{path!r}: expected a relative path (a/b/c, no ., .. or empty parts)", "tree")
+        if not isinstance(text, str):
+            table.fail(f"{path!r}: expected the file's text (a string), got {_kind(type(text))}", "tree")
+    return dict(files)
+
+
+def _expected_ids(top: _Table, rule: Rule, requires: tuple[Requirement, ...]) -> None:
+    """An example expects findings of this rule: `<rule id>/<requirement id>`."""
+    known = [f"{rule.id}/{req.id}" for req in requires]
+    for n, example in enumerate(rule.examples, 1):
+        for finding in example.expect:
+            if finding not in known:
+                top.fail(f"{finding!r} is not a finding of this rule (its findings: {', '.join(known) or 'none'})",
+                         f"[[example]] #{n} ({example.name}): expect")
 
 
 def _unique(top: _Table, requires: tuple[Requirement, ...]) -> None:

@@ -2,8 +2,7 @@
 from __future__ import annotations
 
 import re
-import statistics
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,12 +45,14 @@ def for_tests(refs: list[TestRef], asked: tuple[str, ...] = ()) -> list[Benchmar
     return [b for b in relevant if not b.opt_in or b.name in asked]
 
 
-def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int) -> Iterator[BenchResult]:
-    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric."""
+def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int,
+            on_run: Callable[[str], None] = lambda _: None) -> Iterator[BenchResult]:
+    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric; ON_RUN hears of each run."""
     samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
     notes: list[str] = []
-    for _ in range(runs):
+    for i in range(runs):
         for label, wt in trees.items():
+            on_run(f"benchmark {bench.name} on {label} ({env}), run {i + 1} of {runs}")
             run = run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout)
             found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
             if not found:
@@ -65,13 +66,4 @@ def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox
 
 
 def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str) -> BenchResult:
-    b = statistics.median(base) if base else None
-    p = statistics.median(patched) if patched else None
-    ratio = p / b if b and p is not None else None
-    return BenchResult(bench.name, env, metric, bench.unit, b, p, ratio, runs, max(_spread(base), _spread(patched)), note)
-
-
-def _spread(values: list[float]) -> float:
-    if len(values) < 2 or not statistics.median(values):
-        return 0.0
-    return (max(values) - min(values)) / statistics.median(values)
+    return BenchResult.of(bench.name, env, metric, bench.unit, base, patched, runs, note)

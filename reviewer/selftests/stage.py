@@ -19,6 +19,7 @@ from pathlib import Path
 
 from reviewer import ktap
 from reviewer.model import BenchResult, Finding, Level, TestRun
+from reviewer.progress import QUIET, Progress
 from reviewer.run import private
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench
@@ -42,7 +43,7 @@ class Plan:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class SelftestResults:
     runs: tuple[TestRun, ...]
     benchmarks: tuple[BenchResult, ...]
     findings: tuple[Finding, ...]
@@ -52,13 +53,16 @@ class Outcome:
         return [f for f in self.findings if f.level is Level.ERROR]
 
 
-def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
-    """TREES maps "base" and "patched" to worktrees; both are built and tested."""
+def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = QUIET) -> SelftestResults:
+    """TREES maps "base" and "patched" to worktrees; both are built and tested. PROGRESS hears of each
+    build, test run and benchmark as it starts."""
     sandbox = Sandbox(scratch, plan.extra_env)
     dirs = sorted({c.ref.dir for c in plan.chosen})
     runs: list[TestRun] = []
     built: dict[str, bool] = {}
+    progress.expect(len(trees))
     for label, wt in trees.items():
+        progress.advance(f"build {' '.join(dirs)} on {label}")
         ok, log = build(wt, dirs, sandbox)
         built[label] = ok
         if not ok:
@@ -69,19 +73,24 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path) -> Outcome:
     refs = _expand(plan.chosen, lists)
     asked = {c.ref: c.why for c in plan.chosen if c.ref.name}
     seen: list[Finding] = []
+    progress.expect(len(plan.envs) * len(refs) * len(lists))
     for env in plan.envs:
         for ref in refs:
             for label, per in lists.items():
+                progress.advance(f"{ref} on {label} ({env})")
                 if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
                     runs.append(o.run)
                     seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
     findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
     # A benchmark means something only as a comparison: both trees must have built.
     comparable = len(trees) > 1 and all(built.values())
-    results = [r for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs
-               for r in bench.measure(b, trees, env, sandbox, plan.bench_runs)]
+    benches = [(b, env) for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs]
+    progress.expect(len(benches) * plan.bench_runs * len(trees))
+    results: list[BenchResult] = []
+    for b, env in benches:
+        results += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance)
     findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
-    return Outcome(tuple(runs), tuple(results), tuple(findings))
+    return SelftestResults(tuple(runs), tuple(results), tuple(findings))
 
 
 def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
@@ -190,3 +199,5 @@ def _slower(r: BenchResult, limit: float) -> Finding:
         f"{r.name} [{r.metric}] is {r.ratio:.2f}x slower on the patched tree ({r.env}): {r.base:.3f}{r.unit} -> {r.patched:.3f}{r.unit} "
         f"(median of {r.runs}, threshold {limit:g}x)",
     )
+
+

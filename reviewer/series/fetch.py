@@ -28,7 +28,7 @@ import requests
 
 from reviewer.errors import FetchError, InputError
 from reviewer.model import Cover, DroppedTrailer, FollowupPatch, Patch, Person, Posting, Series, Trailer
-from reviewer.series import lore, mailnorm, postings, pullreq, trailers
+from reviewer.series import lore, mailnorm, mbox, postings, pullreq, trailers
 from reviewer.series.mailmend import EMAIL_ERRORS, LENIENT, POLICY, UNREADABLE, mend
 from reviewer.series.patchparse import notes, split_message
 
@@ -370,11 +370,9 @@ def split_thread(data: bytes) -> list[Message]:
 
 def to_mbox(msgs: list[Message]) -> bytes:
     """Messages -> mboxrd bytes that split_thread reads back unchanged (for the cache)."""
-    out = []
-    for msg in msgs:
-        raw = re.sub(rb"(?m)^(>*From )", rb">\1", msg.as_bytes(policy=liblore.emlpolicy))
-        out.append(b"From mboxrd@z Thu Jan  1 00:00:00 1970\n" + raw.rstrip(b"\n") + b"\n\n")
-    return b"".join(out)
+    # One line end each: liblore gives a message back with the blank line that ended it, and a
+    # message read back and written again must not grow by it.
+    return mbox.write(msg.as_bytes(policy=liblore.emlpolicy).rstrip(b"\n") + b"\n" for msg in msgs)
 
 
 def with_other_revisions(msgs: list[Message], url: str, session: lore.Session, timeout: float) -> list[Message]:

@@ -18,9 +18,9 @@ from __future__ import annotations
 import contextlib
 import gzip
 import html
+import logging
 import re
 import socket
-import sys
 import time
 import zlib
 from collections.abc import Iterator
@@ -38,7 +38,6 @@ from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from reviewer import config
 from reviewer.errors import FetchError
-from reviewer.proc import run
 from reviewer.run import deadline
 from reviewer.series.msgid import MsgRef
 
@@ -51,14 +50,14 @@ _TRANSIENT = {429, 500, 502, 503, 504}
 
 
 @dataclass(frozen=True)
-class Policy:
+class RetryPolicy:
     retries: int = int(config.NUMBERS["REVIEWER_LORE_RETRIES"].default)
     backoff: float = config.NUMBERS["REVIEWER_LORE_BACKOFF"].default
     timeout: float = config.NUMBERS["REVIEWER_LORE_TIMEOUT"].default  # per connect, per read
     deadline: float = config.NUMBERS["REVIEWER_LORE_DEADLINE"].default  # per download, retries included
 
     @classmethod
-    def from_env(cls) -> Policy:
+    def from_env(cls) -> RetryPolicy:
         """The environment's policy; a bad value is a ConfigError naming the variable (config.py checks them all first)."""
         return cls(
             retries=int(config.env_number("REVIEWER_LORE_RETRIES")),
@@ -218,19 +217,26 @@ class _Transient(Exception):
         self.error = error
 
 
-def note(message: str) -> None:
-    """One informational line on stderr (the report itself goes to stdout)."""
-    print(f"review: {message}", file=sys.stderr, flush=True)
+# What a fetch tells on the way (the id a truncated one resolved to): a log record, never a print; the CLI
+# shows reviewer.* records on stderr. The NullHandler keeps logging's last resort from printing for a
+# caller that set up no logging.
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())
 
 
-def base_url(ref: MsgRef, option: str | None, cwd: Path) -> str:
-    """Where to ask: --lore-url, else the server of a pasted lore link, else git config, else lore."""
+def server_url(ref: MsgRef, option: str | None, configured: str | None) -> str:
+    """Where to ask: --lore-url, else the server of a pasted lore link, else CONFIGURED (git config
+    reviewer.loreUrl, read and checked by config.py), else lore."""
     if option:
         return _slash(option)
     if ref.base_url and ref.inbox:
         return f"{ref.base_url}{ref.inbox}/"
-    configured = run(["git", "config", "--get", "reviewer.loreUrl"], cwd=cwd, check=False, timeout=10).stdout.strip()
     return _slash(configured or DEFAULT_URL)
+
+
+def base_url(ref: MsgRef, option: str | None, cwd: Path) -> str:
+    """server_url with reviewer.loreUrl as git config gives it in CWD, for a caller without a loaded config.Config."""
+    return server_url(ref, option, config.from_git(cwd).lore_url)
 
 
 def _slash(url: str) -> str:
@@ -242,7 +248,7 @@ class Server:
     """One public-inbox inbox (or lore's `all`), e.g. `https://lore.kernel.org/all/`."""
 
     url: str
-    policy: Policy = field(default_factory=Policy.from_env)
+    policy: RetryPolicy = field(default_factory=RetryPolicy.from_env)
     session: Session = field(init=False)
 
     def __post_init__(self) -> None:
@@ -359,7 +365,7 @@ def resolve(server: Server, partial: str) -> str:
                          "give the Message-ID of a patch or of the cover letter")
     if len(heads) > 1:
         raise FetchError(f"{partial!r} is ambiguous: {len(heads)} series match: {', '.join(heads)}", "give more of the Message-ID")
-    note(f"resolved {partial} to {heads[0]}")
+    log.info("resolved %s to %s", partial, heads[0])
     return heads[0]
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewer.errors import InputError
-from reviewer.proc import run
+from reviewer.tree.git import read
 
 MAGIC = "--- b4-submit-tracking ---"
 
@@ -32,8 +32,7 @@ class Prep:
 
 
 def _git(cwd: Path, *args: str) -> str:
-    done = run(["git", *args], cwd=cwd, check=False, timeout=60)
-    return done.stdout.strip() if done.returncode == 0 else ""
+    return read(cwd, *args, timeout=60)
 
 
 def find(cwd: Path) -> Prep | None:

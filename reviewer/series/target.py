@@ -1,16 +1,17 @@
 """What the user named: a file, a directory, a git range or a Message-ID -> Series."""
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reviewer.errors import ConfigError, FetchError, InputError
+from reviewer.errors import FetchError, InputError
 from reviewer.model import Series
-from reviewer.proc import run
 from reviewer.series import fetch, lore, msgid
 from reviewer.store import threads as cache
+from reviewer.tree import git as tree_git
 
 if TYPE_CHECKING:
     import git  # GitPython: imported where a git range is read (~30 ms of start-up otherwise)
@@ -57,23 +58,36 @@ def _looks_like_path(text: str) -> bool:
     return "/" in text and not text.startswith(("origin/", "refs/")) or text.endswith((".mbox", ".patch", ".eml", ".mbx"))
 
 
+# What loading tells on the way (a newer revision, a search that failed): log records, never prints; the CLI
+# shows them on stderr (the NullHandler keeps logging's last resort quiet for a caller without logging).
+log = logging.getLogger(__name__)
+log.addHandler(logging.NullHandler())
+
+
 @dataclass(frozen=True)
 class Remote:
-    """How to reach lore for a Message-ID target (the CLI's --lore-url, --no-cache, --offline)."""
+    """How to reach lore for a Message-ID target (the CLI's --lore-url, --no-cache, --offline; git config
+    reviewer.loreUrl and reviewer.cacheMinutes, read and checked by config.py before anything is fetched)."""
 
     lore_url: str | None = None
     no_cache: bool = False
     offline: bool = False
+    configured_url: str | None = None  # reviewer.loreUrl
+    cache_minutes: float | None = None  # reviewer.cacheMinutes (None: the cache's own freshness)
+
+    @property
+    def fresh_seconds(self) -> float:
+        return self.cache_minutes * 60 if self.cache_minutes is not None else cache.FRESH_SECONDS
 
 
 def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False, remote: Remote | None = None) -> Series:
     """Read the messages TARGET names and build the series from them."""
     if target.kind is Kind.MSGID:
         assert target.ref is not None
-        msgs = _fetch(target.ref, cwd, remote or Remote())
+        msgs = _fetch(target.ref, remote or Remote())
         series = fetch.build_series(msgs, target.text, revision, debug)
         if series.revisions and series.version < max(series.revisions):
-            lore.note(f"note: a newer revision of this series exists (v{max(series.revisions)}); reviewing v{series.version} as asked")
+            log.info("note: a newer revision of this series exists (v%d); reviewing v%d as asked", max(series.revisions), series.version)
         return series
     if target.kind is Kind.RANGE:
         msgs, base = range_messages(cwd, target.text)
@@ -85,12 +99,12 @@ def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = F
     return fetch.build_series(msgs, target.text, revision, debug)
 
 
-def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
+def _fetch(ref: msgid.MsgRef, remote: Remote) -> list[fetch.Message]:
     """The thread of REF, from the cache when fresh (or --offline), else from lore (then cached)."""
     if remote.offline:
         return fetch.split_thread(_offline(ref))
-    server = lore.Server(lore.base_url(ref, remote.lore_url, cwd))
-    fresh = _fresh_seconds(cwd)
+    server = lore.Server(lore.server_url(ref, remote.lore_url, remote.configured_url))
+    fresh = remote.fresh_seconds
     if not remote.no_cache:
         cached = _cached(ref, fresh)
         if cached is not None:
@@ -106,7 +120,7 @@ def _fetch(ref: msgid.MsgRef, cwd: Path, remote: Remote) -> list[fetch.Message]:
     try:
         msgs = fetch.with_other_revisions(msgs, server.url, server.session, server.policy.timeout)
     except FetchError as exc:
-        lore.note(f"warning: {exc.message}")
+        log.warning("%s", exc.message)
     cache.write(full, fetch.to_mbox(msgs))
     return msgs
 
@@ -117,7 +131,7 @@ def _cached(ref: msgid.MsgRef, fresh: float) -> bytes | None:
     ids = _cached_ids(ref)
     data = cache.read(ids[0], fresh) if len(ids) == 1 else None
     if data is not None and ref.truncated:
-        lore.note(f"resolved {ref.msgid} to {ids[0]} (a thread cached in the last {fresh / 60:g} minutes)")
+        log.info("resolved %s to %s (a thread cached in the last %s minutes)", ref.msgid, ids[0], f"{fresh / 60:g}")
     return data
 
 
@@ -135,14 +149,6 @@ def _offline(ref: msgid.MsgRef) -> bytes:
     if data is None:
         raise FetchError(f"<{ref.msgid}> is not in the cache ({cache.directory()}) and --offline forbids fetching it", hint)
     return data
-
-
-def _fresh_seconds(cwd: Path) -> float:
-    minutes = run(["git", "config", "--get", "reviewer.cacheMinutes"], cwd=cwd, check=False, timeout=10).stdout.strip()
-    try:
-        return float(minutes) * 60 if minutes else cache.FRESH_SECONDS
-    except ValueError:
-        raise ConfigError(f"git config reviewer.cacheMinutes: {minutes!r} is not a number", "set it to a number of minutes, e.g. 10") from None
 
 
 def _read(target: Target) -> list[fetch.Message]:
@@ -185,10 +191,7 @@ def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
     tip = _resolve(repo, end, spec)
     if ".." in spec and "..." in spec:
         base = repo.merge_base(base, tip)[0].hexsha
-    out = run(
-        ["git", "-C", str(repo.working_dir), "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}"],
-        timeout=300,
-    ).stdout
+    out = tree_git.git(Path(repo.working_dir), "format-patch", "--stdout", "-M", "--no-signature", f"{base}..{tip}", timeout=300)
     if not out.strip():
         raise InputError(f"{spec}: the range holds no commits", f"check the range: `git log --oneline {spec}` shows nothing")
     return _split_stdout_mbox(out), base

@@ -30,30 +30,32 @@ MAX_BYTES = 200 * 1024 * 1024
 PRUNE_ONE_IN = 64  # `put` prunes about once per this many new entries
 
 
-def _version() -> str:
+def version() -> str | None:
+    """The installed package's version (the one lookup: this cache's keys, the reply mail's signature);
+    None when it is not installed (run from a source tree)."""
     try:
         return metadata.version("reviewer")
     except metadata.PackageNotFoundError:
-        return "unknown"
+        return None
 
 
-VERSION = _version()
+VERSION = version() or "unknown"
 
 
 @dataclass(frozen=True)
-class Policy:
+class CacheUse:
     """Whether to read cached results and whether to store new ones."""
 
     read: bool = True
     write: bool = True
 
     @classmethod
-    def of(cls, no_cache: bool, enabled: bool = True) -> Policy:
+    def of(cls, no_cache: bool, enabled: bool = True) -> CacheUse:
         """--no-cache recomputes (and stores); reviewer.resultCache=false neither reads nor writes."""
         return cls(read=enabled and not no_cache, write=enabled)
 
 
-OFF = Policy(False, False)
+OFF = CacheUse(False, False)
 
 
 def directory() -> Path:
@@ -145,7 +147,7 @@ def program_id(path: str | None) -> list[object] | None:
     return [real, st.st_size, st.st_mtime_ns]
 
 
-def through(kind: str, digest: str | None, policy: Policy, compute: Callable[[], Any | None]) -> tuple[Any | None, bool]:
+def through(kind: str, digest: str | None, policy: CacheUse, compute: Callable[[], Any | None]) -> tuple[Any | None, bool]:
     """(value, from the cache?): the stored value when POLICY reads and has it, else COMPUTE's
     (stored when POLICY writes; COMPUTE returns None for what must not be kept, such as a failure)."""
     if digest is not None and policy.read and (stored := get(kind, digest)) is not None:
@@ -154,3 +156,5 @@ def through(kind: str, digest: str | None, policy: Policy, compute: Callable[[],
     if digest is not None and policy.write and value is not None:
         put(kind, digest, value)
     return value, False
+
+

@@ -11,14 +11,15 @@ import time
 from pathlib import Path
 from urllib.parse import quote, unquote
 
+from reviewer.store import dirs
+
 FRESH_SECONDS = 600.0
 _SUFFIX = ".mbox"
 
 
 def root() -> Path:
     """$XDG_CACHE_HOME/reviewer (default ~/.cache/reviewer): threads/ and worktrees/ live here."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "reviewer"
+    return dirs.cache_root()
 
 
 def directory() -> Path:

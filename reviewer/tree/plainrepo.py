@@ -8,7 +8,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from reviewer.proc import run
+from reviewer.tree import git as tree_git
 
 FIXED_IDENTITY = {
     "GIT_AUTHOR_NAME": "Reviewer Fixtures",
@@ -25,13 +25,13 @@ BASE_SUBJECT = "Linux 6.11-rc3"
 
 def git(repo: Path, *args: str, timeout: float = 120.0) -> str:
     """Run git in REPO with a pinned identity and no user config; return stdout."""
-    return run(["git", "-C", str(repo), *args], env=FIXED_IDENTITY, timeout=timeout).stdout
+    return tree_git.git(repo, *args, env=FIXED_IDENTITY, timeout=timeout)
 
 
 def build_base_repo(src: Path, dest: Path) -> str:
     """Copy SRC (symlinks kept) to DEST, commit it once on branch master, return the commit id."""
     shutil.copytree(src, dest, symlinks=True)
-    run(["git", "init", "-q", "-b", "master", str(dest)], env=FIXED_IDENTITY)
+    git(dest, "init", "-q", "-b", "master")
     git(dest, "config", "core.fileMode", "true")
     git(dest, "add", "-A", "-f")
     git(dest, "commit", "-q", "--no-verify", "-m", BASE_SUBJECT)

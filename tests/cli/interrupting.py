@@ -117,13 +117,40 @@ def our_worktrees(repo: Path, tmp: Path) -> list[str]:
     worktrees belong to the review's shadow repository, see reviewer/apply/worktree.py)."""
     listing = git(repo, "worktree", "list", "--porcelain")
     registered = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
-    made = [str(p) for p in tmp.rglob("reviewer-wt-*") if (p / ".git").is_file()]
+    made = [str(p) for p in _named(tmp, "reviewer-wt-") if (p / ".git").is_file()]
     return sorted({*made, *(p for p in registered if p.startswith(str(tmp)))})
+
+
+def _named(root: Path, prefix: str) -> list[Path]:
+    """The directories below ROOT whose name starts with PREFIX, not looking inside them or inside
+    what a run is deleting in the background (reviewer-trash-*: its files vanish as we walk)."""
+    found = []
+    for top, dirs, _ in os.walk(root, onerror=lambda _: None):
+        keep = []
+        for d in dirs:
+            if d.startswith(prefix):
+                found.append(Path(top) / d)
+            elif not d.startswith("reviewer-trash-"):
+                keep.append(d)
+        dirs[:] = keep
+    return found
 
 
 def applying(*roots: Path) -> bool:
     """`git am` is at work in a worktree of a shadow repository below one of ROOTS."""
-    return any(any(r.glob("**/worktrees/*/rebase-apply")) for r in roots if r.is_dir())
+    return any(_rebasing(r) for r in roots if r.is_dir())
+
+
+def _rebasing(root: Path) -> bool:
+    for top, dirs, _ in os.walk(root, onerror=lambda _: None):
+        here = Path(top)
+        if "rebase-apply" in dirs and here.parent.name == "worktrees":
+            return True
+        # not into the worktrees themselves (their files are not git's), nor what is being deleted;
+        # a shadow's worktrees/reviewer-wt-* are git's administrative directories: into those
+        skip = ("reviewer-trash-",) if here.name == "worktrees" else ("reviewer-trash-", "reviewer-wt-")
+        dirs[:] = [d for d in dirs if not d.startswith(skip)]
+    return False
 
 
 def registrations_of(repo: Path, pid: int) -> list[str]:

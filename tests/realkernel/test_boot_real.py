@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from reviewer import boot
-from reviewer.boot import qemu
+from reviewer.boot import qemu, runner
 from reviewer.ktap import Result
 from reviewer.model import Level
 from tests.realkernel.kernel import commit, git, show
@@ -80,7 +80,7 @@ def _no_qemu_left() -> None:
 
 
 def _run(trees: dict[str, Path], name: str, touched: list[str], envs: tuple[str, ...], timeout: float, tmp_path: Path,
-         save: dict[str, str] | None = None) -> boot.Outcome:
+         save: dict[str, str] | None = None) -> runner.BootResults:
     start = time.monotonic()
     out = boot.run_intests(trees["base"], trees[name], touched, envs, CACHE, timeout, log_dir=tmp_path)
     print(f"\n{name} {envs}: {time.monotonic() - start:.1f}s, accel {out.accel}")

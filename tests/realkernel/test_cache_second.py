@@ -151,7 +151,7 @@ def _real_series(linux: Path, head: str, tmp: Path) -> Series:
 
 def test_on_the_whole_6_12_tree(linux: Path, linux_head: str, tmp_path: Path) -> None:
     series = _real_series(linux, linux_head, tmp_path)
-    first = review(series, linux, Options(strict=True, cache=resultcache.Policy.of(no_cache=True)))
+    first = review(series, linux, Options(strict=True, cache=resultcache.CacheUse.of(no_cache=True)))
     second = review(series, linux, Options(strict=True))
     assert {"checkpatch/TRAILING_WHITESPACE", "checkpatch/CAMELCASE"} <= {f.rule for f in first.findings}
     assert second.findings == first.findings

@@ -1,6 +1,7 @@
 """reviewer.config: git config + .reviewer.toml -> Config, and applying it to findings."""
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -159,3 +160,53 @@ def test_bad_boot_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
         config.check_environment()
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "not-yet"))  # made when first needed
     config.check_environment()
+
+
+# --- levels: reviewer.<id>.level, the id a subsection (git refuses `/` in a key name) -------------
+
+def test_a_rule_id_with_a_slash_is_a_subsection(repo: Path) -> None:
+    refused = subprocess.run(["git", "-C", str(repo), "config", "reviewer.level.checkpatch/LONG_LINE", "warning"], capture_output=True, text=True)
+    assert refused.returncode != 0 and "invalid key" in refused.stderr  # why the subsection form exists
+    git(repo, "config", "reviewer.checkpatch/LONG_LINE.level", "info")
+    git(repo, "config", "reviewer.vdso-getrandom-new-arch/tools-arch-symlink.level", "error")
+    git(repo, "config", "reviewer.cover-letter.level", "info")
+    cfg = config.load(repo)
+    assert dict(cfg.levels) == {"checkpatch/LONG_LINE": Level.INFO, "vdso-getrandom-new-arch/tools-arch-symlink": Level.ERROR,
+                                "cover-letter": Level.INFO}
+    found = [*FINDINGS, Finding("checkpatch/LONG_LINE", Level.WARNING, "line over 100 columns")]
+    assert [(f.rule, f.level) for f in config.apply(cfg, found)] == [
+        ("subject-format/prefix", Level.WARNING), ("cover-letter", Level.INFO),
+        ("vdso-getrandom-new-arch/tools-arch-symlink", Level.ERROR), ("checkpatch/LONG_LINE", Level.INFO)]
+    config.validate_ids(cfg, ["checkpatch", "vdso-getrandom-new-arch", "cover-letter"])
+
+
+def test_the_subsection_form_beats_the_older_one(repo: Path) -> None:
+    git(repo, "config", "reviewer.changelog.level", "error")
+    git(repo, "config", "reviewer.level.changelog", "info")  # read after it, and still the weaker form
+    git(repo, "config", "reviewer.level.cover-letter", "info")  # the older form alone still works
+    assert dict(config.load(repo).levels) == {"changelog": Level.ERROR, "cover-letter": Level.INFO}
+
+
+def test_a_bad_subsection_level_names_its_key(repo: Path) -> None:
+    git(repo, "config", "reviewer.checkpatch/LONG_LINE.level", "loud")
+    with pytest.raises(ConfigError, match=r"^reviewer\.checkpatch/LONG_LINE\.level: expected one of error, warning, info, got 'loud'"):
+        config.load(repo)
+
+
+@pytest.mark.parametrize(("key", "message"), [
+    ("reviewer.checkpatch/LONG_LINE.levle", "git config reviewer.checkpatch/LONG_LINE.levle: unknown key"),
+    ("reviewer.checkpatch/LONG_LINE.levels", "git config reviewer.checkpatch/LONG_LINE.levels: unknown key"),
+])
+def test_unknown_level_keys_point_at_the_subsection_form(repo: Path, key: str, message: str) -> None:
+    git(repo, "config", key, "info")
+    with pytest.raises(ConfigError) as exc:
+        config.load(repo)
+    assert exc.value.message == message
+    assert "reviewer.<id>.level (reviewer.level.<id> for an id without /)" in exc.value.hint
+
+
+def test_an_unknown_id_is_named_by_a_key_git_can_store() -> None:
+    with pytest.raises(ConfigError, match=r"^reviewer\.nope/x\.level: unknown rule or check 'nope/x'$"):
+        config.validate_ids(config.Config(levels={"nope/x": Level.INFO}), ["cover-letter"])
+    with pytest.raises(ConfigError, match=r"^reviewer\.level\.nope: unknown rule or check 'nope'$"):
+        config.validate_ids(config.Config(levels={"nope": Level.INFO}), ["cover-letter"])

@@ -14,6 +14,7 @@ import pytest
 
 from reviewer.apply import worktree
 from reviewer.boot import srctree
+from reviewer.tree.git import common_dir
 from tests.conftest import SERIES, git
 from tests.helpers import review
 from tests.unit.apply.test_worktree_sparse import _series, _touched, repo  # noqa: F401 (the repo fixture)
@@ -42,7 +43,7 @@ def test_no_hook_runs_in_the_worktrees(repo: Path, tmp_path: Path) -> None:  # n
     with worktree.isolated(repo, "conflict-base") as full:  # a patch fails: am --quit, reset --hard
         assert worktree.apply_series(full, series)[-1].status == "failed"
         commit = srctree.commit_of(full)
-        srctree.checkout(srctree.git_dir(full), commit, tmp_path / "boot" / "src")  # the shadow, as boot.runner does
+        srctree.checkout(common_dir(full), commit, tmp_path / "boot" / "src")  # the shadow, as boot.runner does
     for base in ("base", "threeway-base"):
         with worktree.cached(repo, base, _touched(series), tmp_path / "cache") as slot:
             worktree.apply_series(slot, series)

@@ -108,12 +108,12 @@ class FakeIntests:
         self.extra: list[InTest] = []
 
     def __call__(self, base_wt: Path, patched_wt: Path, touched: Any, envs: Any, cache_dir: Path, timeout: float,
-                 *, log_dir: Path | None = None, extra: Any = (), **kw: Any) -> runner.Outcome:
+                 *, log_dir: Path | None = None, extra: Any = (), **kw: Any) -> runner.BootResults:
         assert log_dir is not None
         self.log_dir, self.extra = log_dir, list(extra)
         log_dir.mkdir(parents=True)
         (log_dir / "boot-base-plain.log").write_text("console\n")
-        return runner.Outcome(config={"plain": ("CONFIG_KUNIT=y",)}, logs={"base/plain": str(log_dir / "boot-base-plain.log")}, accel="tcg")
+        return runner.BootResults(config={"plain": ("CONFIG_KUNIT=y",)}, logs={"base/plain": str(log_dir / "boot-base-plain.log")}, accel="tcg")
 
 
 @pytest.fixture
@@ -172,7 +172,7 @@ def test_log_dir_from_the_request_then_git_config(kernel_repo: Path, tmp_path: P
 def test_selftest_output_goes_to_the_run_log_dir(kernel_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = (TestRun("vDSO:vdso_test_getrandom", "base", "plain", Result.PASS, 0.1, "", "ok 1\n"),
             TestRun("vDSO:vdso_test_getrandom", "patched", "plain", Result.PASS, 0.1, "", "ok 1\n"))
-    monkeypatch.setattr(pipeline, "_run_tests", lambda run, request: selftest_stage.Outcome(runs, (), ()))
+    monkeypatch.setattr(pipeline, "_run_tests", lambda run, request: selftest_stage.SelftestResults(runs, (), ()))
     result, error = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, run_tests=True, run_stamp=STAMP))
     assert error is None, error
     where = state() / "reviewer" / "logs" / STAMP / "selftests"

@@ -134,9 +134,9 @@ def test_prune_by_age_and_by_size() -> None:
 
 
 def test_policy() -> None:
-    assert resultcache.Policy.of(no_cache=False) == resultcache.Policy(True, True)
-    assert resultcache.Policy.of(no_cache=True) == resultcache.Policy(False, True)  # --no-cache recomputes, and stores
-    assert resultcache.Policy.of(no_cache=False, enabled=False) == resultcache.OFF
+    assert resultcache.CacheUse.of(no_cache=False) == resultcache.CacheUse(True, True)
+    assert resultcache.CacheUse.of(no_cache=True) == resultcache.CacheUse(False, True)  # --no-cache recomputes, and stores
+    assert resultcache.CacheUse.of(no_cache=False, enabled=False) == resultcache.OFF
 
 
 def test_result_cache_git_config(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ def test_scripts_run_once_per_patch_and_input(tree: Path) -> None:
     assert (_calls("checkpatch"), _calls("get_maintainer")) == (1, 1)
     assert second.findings == first.findings
     assert second.note == "checkpatch.pl (1 of 1 from the cache), get_maintainer.pl (1 of 1 from the cache)"
-    review(series, tree, Options(cache=resultcache.Policy.of(no_cache=True)))
+    review(series, tree, Options(cache=resultcache.CacheUse.of(no_cache=True)))
     assert (_calls("checkpatch"), _calls("get_maintainer")) == (2, 2)  # --no-cache reads nothing
     review(series, tree, Options(cache=resultcache.OFF))
     assert (_calls("checkpatch"), _calls("get_maintainer")) == (3, 3)
