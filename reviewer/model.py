@@ -4,10 +4,11 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from reviewer.ktap import Result, TestCase
+from reviewer.verdict import Trend, Verdict, judge
 
 
 class Level(StrEnum):
@@ -309,15 +310,30 @@ class BenchResult:
     runs: int
     spread: float  # the largest relative (max - min) / median on either side
     note: str = ""
+    base_samples: tuple[float, ...] = ()
+    patched_samples: tuple[float, ...] = ()
+    # Whether the difference is larger than the noise (verdict.py); None until judged against a threshold.
+    verdict: Verdict | None = None
 
     @classmethod
     def of(cls, name: str, env: str, metric: str, unit: str, base: Sequence[float], patched: Sequence[float],
-           runs: int, note: str = "") -> BenchResult:
-        """The medians of BASE's and PATCHED's samples, their ratio and spread (selftest benchmarks and boot timings alike)."""
+           runs: int, note: str = "", limit: float | None = None) -> BenchResult:
+        """The medians of BASE's and PATCHED's samples, their ratio and spread (selftest benchmarks and boot timings alike);
+        judged against LIMIT (--slower-than) when it is given."""
         mb = statistics.median(base) if base else None
         mp = statistics.median(patched) if patched else None
         ratio = mp / mb if mb and mp is not None else None
-        return cls(name, env, metric, unit, mb, mp, ratio, runs, max(_spread(base), _spread(patched)), note)
+        result = cls(name, env, metric, unit, mb, mp, ratio, runs, max(_spread(base), _spread(patched)), note, tuple(base), tuple(patched))
+        return result.judged(limit) if limit is not None else result
+
+    def judged(self, limit: float) -> BenchResult:
+        """This result with its verdict against LIMIT, the ratio above which the patched tree counts as slower."""
+        return replace(self, verdict=judge(self.base_samples, self.patched_samples, limit))
+
+    @property
+    def slower(self) -> bool:
+        """Judged slower: the ratio exceeds the threshold and the difference is larger than the noise."""
+        return self.verdict is not None and self.verdict.outcome is Trend.SLOWER
 
 
 def _spread(values: Sequence[float]) -> float:

@@ -81,8 +81,8 @@ def side_findings(side: Side) -> Iterable[Finding]:
 
 
 def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: float) -> tuple[list[BenchResult], list[Finding]]:
-    results = [r for t in tests if t.kind == "dmapool" for r in _dmapool(t, base, patched)]
-    slow = [r for r in results if r.ratio is not None and r.ratio > slower_than]
+    results = [r.judged(slower_than) for t in tests if t.kind == "dmapool" for r in _dmapool(t, base, patched)]
+    slow = [r for r in results if r.slower]
     findings = [_slower(t, patched.env, [r for r in slow if r.name == t.name], slower_than) for t in tests
                 if any(r.name == t.name for r in slow)]
     return results, findings + list(_regressions(tests, base, patched))
@@ -103,7 +103,8 @@ def _bench(name: str, env: str, case: str, base: list[float], patched: list[floa
 
 
 def _slower(test: InTest, env: str, slow: list[BenchResult], limit: float) -> Finding:
-    cases = "; ".join(f"{r.metric} {r.ratio:.2f}x ({r.base:g}us -> {r.patched:g}us)" for r in slow)
+    """The cases judged slower (verdict.py: beyond the threshold and beyond the noise), each with the test that says so."""
+    cases = "; ".join(f"{r.metric} {r.ratio:.2f}x ({r.base:g}us -> {r.patched:g}us, {r.verdict.test if r.verdict else ''})" for r in slow)
     return Finding("benchmarks", Level.WARNING, f"{test.name} is slower on the patched tree ({env}): {cases} (threshold {limit:g}x)")
 
 

@@ -312,6 +312,8 @@ def _bench_lines(review: Review) -> list[str]:
         ratio = f"{b.ratio:.2f}x" if b.ratio is not None else "-"
         out.append(f"    {b.name} {b.metric} [{b.env}], {b.runs} runs:")
         out.append(f"      {_num(b.base)} -> {_num(b.patched)} {b.unit} ({ratio})")
+        if b.verdict:  # verdict.py: beyond the threshold and beyond the noise, or not (a line of its own: figures stay short)
+            out.append(f"      {b.verdict.text}")
     return out
 
 

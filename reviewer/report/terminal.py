@@ -178,12 +178,14 @@ def _result(r: TestRun | None) -> Text:
 
 def _benchmarks(review: Review) -> Table:
     table = Table(title="Benchmarks (median seconds; ratio = patched / base)", title_justify="left", show_edge=False, header_style="bold")
-    for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread"):
-        table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric") else "right")
+    for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread", "Verdict"):
+        table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric", "Verdict") else "right")
     for b in review.benchmarks:
-        slower = b.ratio is not None and b.ratio > review.slower_than  # --slower-than, as the stages judged it
+        # The stages' verdict (beyond --slower-than and beyond the noise); a row never judged marks the bare ratio.
+        slower = b.slower if b.verdict is not None else b.ratio is not None and b.ratio > review.slower_than
         ratio = Text(f"{b.ratio:.2f}x", style="bold red" if slower else "") if b.ratio is not None else Text("-")
-        table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}")
+        verdict = Text(b.verdict.text, style="bold red" if slower else "dim" if not b.verdict.significant else "") if b.verdict else Text("-")
+        table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}", verdict)
     return table
 
 

@@ -86,11 +86,18 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     comparable = len(trees) > 1 and all(built.values())
     benches = [(b, env) for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs]
     progress.expect(len(benches) * plan.bench_runs * len(trees))
-    results: list[BenchResult] = []
+    measured: list[BenchResult] = []
     for b, env in benches:
-        results += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance)
-    findings += [_slower(r, plan.slower_than) for r in results if r.ratio is not None and r.ratio > plan.slower_than]
-    return SelftestResults(tuple(runs), tuple(results), tuple(findings))
+        measured += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance)
+    results, slower = judge_benchmarks(measured, plan.slower_than)
+    return SelftestResults(tuple(runs), tuple(results), tuple(findings + slower))
+
+
+def judge_benchmarks(results: Iterable[BenchResult], limit: float) -> tuple[list[BenchResult], list[Finding]]:
+    """RESULTS with their verdicts against LIMIT (--slower-than), and a warning for each judged slower:
+    beyond the threshold and beyond the noise (verdict.py), never from one run per side."""
+    judged = [r.judged(limit) for r in results]
+    return judged, [_slower(r, limit) for r in judged if r.slower]
 
 
 def save_logs(runs: Iterable[TestRun], directory: Path) -> int:
@@ -193,11 +200,12 @@ def _was(base: TestRun | None) -> str:
 
 
 def _slower(r: BenchResult, limit: float) -> Finding:
-    assert r.ratio is not None and r.base is not None and r.patched is not None
+    """A benchmark judged slower (verdict.py: beyond the threshold and beyond the noise), with the test that says so."""
+    assert r.ratio is not None and r.base is not None and r.patched is not None and r.verdict is not None
     return Finding(
         "benchmarks", Level.WARNING,
         f"{r.name} [{r.metric}] is {r.ratio:.2f}x slower on the patched tree ({r.env}): {r.base:.3f}{r.unit} -> {r.patched:.3f}{r.unit} "
-        f"(median of {r.runs}, threshold {limit:g}x)",
+        f"(medians, threshold {limit:g}x; {r.verdict.test})",
     )
 
 

@@ -39,11 +39,18 @@ def test_a_clean_boot_ends_as_expected() -> None:
 
 
 def test_ratios_and_slower_warning() -> None:
-    bench, findings = ab.compare([DMAPOOL], _side("base", "dmapool-base.log"), _side("patched", "dmapool-slow.log"), 1.25)
+    # Three boots a side (the runner's default), so that a verdict can be reached: see test_one_boot_a_side_is_no_verdict.
+    base, slow = _side("base", *["dmapool-base.log"] * 3), _side("patched", *["dmapool-slow.log"] * 3)
+    bench, findings = ab.compare([DMAPOOL], base, slow, 1.25)
     by_case = {b.metric: b for b in bench}
     assert len(by_case) == 6 and by_case["size:4096 align:4096 blocks:1024"].ratio > 2  # type: ignore[operator]
     assert [f.level for f in findings] == [Level.WARNING]
     assert "dmapool_test is slower on the patched tree (plain): " in findings[0].message
+
+
+def test_one_boot_a_side_is_no_verdict() -> None:
+    bench, findings = ab.compare([DMAPOOL], _side("base", "dmapool-base.log"), _side("patched", "dmapool-slow.log"), 1.25)
+    assert findings == [] and {b.verdict.outcome for b in bench if b.verdict} == {"single-run"} and len(bench) == 6
 
 
 def test_same_kernel_twice_is_no_warning() -> None:
