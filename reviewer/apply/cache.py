@@ -26,7 +26,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer.apply import worktree
@@ -47,6 +47,7 @@ _INDEX = re.compile(r"^index ([0-9a-f]{7,40})\.\.([0-9a-f]{7,40})", re.M)
 class CachedApply:
     patches: tuple[PatchApply, ...]
     commit: str | None  # the patched commit (None when a patch failed)
+    repo: Path | None = None  # the repository that holds it: kept(tree)
 
 
 def key(tree: Path, base: str, series: Series) -> str:
@@ -68,16 +69,19 @@ def lookup(tree: Path, digest: str, policy: resultcache.CacheUse) -> CachedApply
     if not isinstance(value, dict):
         return None
     outcome = CachedApply(tuple(PatchApply(int(i), str(s), str(d)) for i, s, d in value["patches"]), value.get("commit"))
-    if outcome.commit is not None and not tree_git.has_commit(kept(tree), outcome.commit):
+    if outcome.commit is None:
+        return outcome
+    repo = kept(tree)
+    if not tree_git.has_commit(repo, outcome.commit):
         return None  # our copy is gone (a cleaned cache): apply again
-    return outcome
+    return replace(outcome, repo=repo)
 
 
 def kept(tree: Path) -> Path:
     """Our repository of patched commits for TREE's repository: it borrows TREE's objects."""
     common = tree_git.common_dir(tree)
     name = hashlib.sha256(str(common).encode()).hexdigest()[:16]
-    return worktree.shadow(tree, dirs.cache_root() / "applied" / f"{name}.git")
+    return worktree.shadow(tree, dirs.cache_root() / "applied" / f"{name}.git", common=common)
 
 
 def _keep(patched: Path, commit: str, tree: Path, digest: str) -> None:
@@ -167,7 +171,7 @@ def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, r
     digest = key(tree, base, series) if policy.read or policy.write else None
     cached = lookup(tree, digest, policy) if digest is not None and reuse else None
     if cached is not None:
-        patched = stack.enter_context(view(kept(tree), cached.commit, series.touched)) if cached.commit is not None else None
+        patched = stack.enter_context(view(cached.repo, cached.commit, series.touched)) if cached.repo and cached.commit else None
         return patched, cached.patches, True
     patched = stack.enter_context(open_worktree())
     results = worktree.apply_series(patched, series)

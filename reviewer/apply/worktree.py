@@ -31,10 +31,11 @@ from reviewer.tree.git import call, common_dir, git
 _SHADOWS: dict[tuple[Path, str], Path] = {}  # (the user's common git dir, the run's temporary directory) -> its shadow
 
 
-def shadow(tree: Path, where: Path | None = None) -> Path:
+def shadow(tree: Path, where: Path | None = None, common: Path | None = None) -> Path:
     """A bare repository that borrows TREE's objects (alternates) and holds what we write: at WHERE
-    (kept, for cached worktrees), else one per run in the run's temporary directory."""
-    common = common_dir(tree)
+    (kept, for cached worktrees), else one per run in the run's temporary directory. COMMON: TREE's
+    common git directory, when the caller has it."""
+    common = common or common_dir(tree)
     if where is None:
         key = (common, tempfile.gettempdir())
         if key not in _SHADOWS or not _SHADOWS[key].is_dir():
