@@ -2,7 +2,8 @@
 """Every benchmark, one after the other: `python3 bench/run_all.py` (RUNS=N for N runs each;
 default 5, the full-tree apply at most 3). Needs the real 6.12 tree (Debian's linux-source-6.12,
 built into a git repository once, as the real-kernel tests do) and public-inbox for the cache
-benchmark. Prints one table per benchmark; the README's Benchmarks section records them."""
+benchmark; build_cost builds x86_64 kernels once per state (about 5 minutes on 2 cores).
+Prints one table per benchmark; the README's Benchmarks section records them."""
 from __future__ import annotations
 
 import datetime as dt
@@ -15,13 +16,14 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import apply_full_tree  # noqa: E402
+import build_cost  # noqa: E402
 import cache_second_review  # noqa: E402
 import checkpatch_parallel  # noqa: E402
 import interrupt  # noqa: E402
 import rules_scaling  # noqa: E402
 import static_vs_b4  # noqa: E402
 
-BENCHES = (static_vs_b4, apply_full_tree, rules_scaling, cache_second_review, checkpatch_parallel, interrupt)
+BENCHES = (static_vs_b4, apply_full_tree, rules_scaling, cache_second_review, checkpatch_parallel, interrupt, build_cost)
 
 
 def main() -> None:

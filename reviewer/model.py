@@ -341,6 +341,38 @@ def _spread(values: Sequence[float]) -> float:
     return (max(values) - min(values)) / mid if len(values) > 1 and mid else 0.0
 
 
+@dataclass(frozen=True)
+class BuiltStep:
+    """One step of a build target: the base (patch 0) or a patch applied, built or not, and why."""
+
+    patch: int
+    status: str  # built | failed | skipped | timeout
+    seconds: float = 0.0
+    goals: tuple[str, ...] = ()  # what make was asked for
+    detail: str = ""
+    warnings: int = 0  # the compiler's warnings in this step (W=1), new or not
+    vdso: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (vDSO image, its exported functions as name@@VERSION)
+
+    def document(self) -> dict[str, object]:
+        return {"patch": self.patch, "status": self.status, "seconds": round(self.seconds, 3), "goals": list(self.goals),
+                "detail": self.detail, "warnings": self.warnings, "vdso": {path: list(syms) for path, syms in self.vdso}}
+
+
+@dataclass(frozen=True)
+class BuiltTarget:
+    """What the build stage did for one architecture (`builds` in the JSON report)."""
+
+    target: str  # x86_64, ppc64le, ppc32, loongarch, ...
+    toolchain: str  # the make variables: ARCH=..., CROSS_COMPILE=... or LLVM=...
+    steps: tuple[BuiltStep, ...] = ()
+    config: tuple[str, ...] = ()  # on top of tinyconfig
+    problem: str = ""  # why nothing was built
+
+    def document(self) -> dict[str, object]:
+        return {"target": self.target, "toolchain": self.toolchain, "config": list(self.config), "problem": self.problem,
+                "steps": [st.document() for st in self.steps]}
+
+
 @dataclass(frozen=True, eq=False)
 class BootResult(Mapping[str, object]):
     """What the boot stage built and booted: the accelerator, the kernel config fragment per environment
@@ -378,6 +410,7 @@ class Review:
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
     boot: BootResult | None = None
+    builds: tuple[BuiltTarget, ...] = ()
     # --slower-than: the ratio above which a benchmark counts as slower (the reports mark it); not in the JSON document.
     slower_than: float = field(default=SLOWER_THAN, compare=False)
 

@@ -27,6 +27,7 @@ from reviewer.model import (
     ApplyResult,
     BenchResult,
     BootResult,
+    BuiltTarget,
     ChosenTest,
     Finding,
     Level,
@@ -51,6 +52,7 @@ from reviewer.tree.base import GitBaseTree
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
 if TYPE_CHECKING:
     from reviewer import kernelscripts
+    from reviewer.apply import cache as applycache
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
@@ -78,6 +80,9 @@ class Request:
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
     benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
+    build: bool = False  # --build: compile the series patch by patch for the arches it touches
+    build_timeout: float = 1800.0  # --build-timeout: wall clock for the whole build stage
+    arches: tuple[str, ...] = ()  # --arch: build targets instead of the series' own
     boot: bool = False  # --boot: build and boot base and patched kernels for in-kernel tests
     boot_envs: tuple[str, ...] = ("plain",)  # plain | debug
     boot_timeout: float = 300.0  # wall clock per boot
@@ -146,12 +151,14 @@ class _Run:
     selftests: tuple[TestRun, ...] = ()
     benchmarks: tuple[BenchResult, ...] = ()
     boot: BootResult | None = None  # reported with the in-kernel test problems that fail the stage
+    builds: tuple[BuiltTarget, ...] = ()  # the build stage's targets and steps
+    head: applycache.Head | None = None  # the patched commit and its repository (apply stage; None when a patch failed)
     progress: Progress = QUIET  # what the selftest and boot stages tell the user of each build and run
 
     def review(self) -> Review:
         chosen = tuple(ChosenTest(str(c.ref), c.why) for c in self.chosen)
         return Review(self.series, tuple(self.findings), tuple(self.stages), self.apply, chosen, self.selftests,
-                      self.benchmarks, self.boot, self.slower_than)
+                      self.benchmarks, self.boot, self.builds, self.slower_than)
 
 
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
@@ -180,10 +187,12 @@ def _stages(run: _Run, request: Request, progress: Progress | None) -> None:
     base = _stage(run, "check", lambda: _check(run, request, series), progress)
     if base is None:
         run.stages.append(StageResult("apply", StageStatus.SKIPPED, 0.0, "no kernel tree given (--tree)"))
+        run.stages.append(StageResult("build", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
         run.stages.append(StageResult("selftests", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
         run.stages.append(StageResult("boot", StageStatus.SKIPPED, 0.0, "needs a kernel tree (--tree)"))
         return
     patched = _stage(run, "apply", lambda: _apply(run, request, series, base), progress)
+    _stage(run, "build", lambda: _build(run, request, series, base, patched), progress)
     _stage(run, "selftests", lambda: _selftests(run, request, series, base, patched), progress)
     _stage(run, "boot", lambda: _boot(run, request, series, base, patched), progress)
 
@@ -300,8 +309,8 @@ def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[P
     # A cached outcome when only listings follow (no selftests run, no boot): no worktree then.
     tree, policy = request.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
-    build = bool(request.run_tests or request.tests or request.boot)
-    patched, results, cached = applycache.apply(tree, base, series, policy, not build,
+    build = bool(request.run_tests or request.tests or request.boot)  # --build reads only the commits: narrow will do
+    patched, results, cached, run.head = applycache.apply(tree, base, series, policy, not build,
                                                 run.stack, lambda: _worktree(run, series, tree, base, build))
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
@@ -326,6 +335,52 @@ def _worktree(run: _Run, series: Series, tree: Path, base: str, build: bool = Tr
     if run.config.reuse_worktrees:
         return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build)
     return worktree.isolated(tree, base, series.touched, build)
+
+
+def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
+    """The series compiled for its architectures, the base and then patch by patch (reviewer/build)."""
+    from reviewer import build
+
+    if patched is None:
+        return skipped("nothing was applied")
+    touched = series.touched
+    if not request.build:
+        return skipped(f"{build.describe(touched, len(series.patches), request.arches)}; pass --build (minutes)")
+    assert request.tree is not None and run.head is not None
+    repo = run.head.repo
+    shas = tree_git.git(repo, "rev-list", "--reverse", f"{base.commit}..{run.head.commit}").split()
+    if len(shas) != len(series.patches):
+        return skipped(f"the worktree holds {len(shas)} commits for {len(series.patches)} patches: nothing built")
+    commits = [build.Commit(0, base.commit), *(build.Commit(p.index, sha, tuple(f.path for f in p.files))
+                                               for p, sha in zip(series.patches, shas, strict=True))]
+    targets, _ = build.chosen(touched, request.arches)
+    if not targets:
+        return skipped("the series changes nothing the kernel build compiles")
+    from reviewer.run import ending
+
+    ending.say(f"build: the base and {len(series.patches)} patches for {', '.join(t.name for t in targets)}: "
+               f"{build.cost(targets, len(commits))}")
+    plan = build.Plan(commits, touched, build.cache_for(request.tree), repo,
+                      deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))
+    out = build.run(plan, request.arches, run.progress)
+    run.builds = tuple(build.report(b) for b in out.builds)
+    run.findings = _replace_lds_regex(run.findings, build.exported(out.builds))
+    run.findings.extend(out.findings)
+    steps = sum(1 for b in out.builds for s in b.steps if s.status in ("built", "failed"))
+    failed = [f for f in out.findings if f.rule == "build/error"]
+    warned = sum(1 for f in out.findings if f.rule == "build/warning")
+    broken = f", {len(failed)} patch(es) do not build" if failed else ""
+    if lost := sum(1 for f in out.findings if f.rule == "build/vdso-export"):
+        broken += f", {lost} vDSO export problem(s)"
+    if any(f.rule == "build/timeout" for f in out.findings):
+        broken += "; --build-timeout reached"
+    return ok(f"{', '.join(b.target.name for b in out.builds)}: {steps} builds, {warned} new warnings{broken}", None)
+
+
+def _replace_lds_regex(findings: list[Finding], exported: dict[str, bool]) -> list[Finding]:
+    """The vDSO rule's linker-script regex is the fallback: where the vDSO was built, its symbol table decides."""
+    return [f for f in findings
+            if not (f.rule == "vdso-getrandom-new-arch/lds-export" and any(f"arch/{a} " in f.message + " " for a in exported))]
 
 
 def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:

@@ -50,6 +50,14 @@ class CachedApply:
     repo: Path | None = None  # the repository that holds it: kept(tree)
 
 
+@dataclass(frozen=True)
+class Head:
+    """The patched commit and the repository that holds it (and, through alternates, the base's objects)."""
+
+    repo: Path
+    commit: str
+
+
 def key(tree: Path, base: str, series: Series) -> str:
     git_dir = str(tree_git.git_dir(tree))
     mails = [hashlib.sha256(mbox.patch_mail(p)).hexdigest() for p in series.patches]
@@ -165,16 +173,19 @@ def _write_blobs(tree: Path, commit: str, files: list[str], where: Path) -> None
 
 
 def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, reuse: bool, stack: contextlib.ExitStack,
-          open_worktree: Callable[[], AbstractContextManager[Path]]) -> tuple[Path | None, tuple[PatchApply, ...], bool]:
-    """(the patched tree, each patch's outcome, from the cache?). REUSE: nothing needs the real worktree
-    afterwards, so a cached outcome (and a view of the touched directories) will do; else apply for real."""
+          open_worktree: Callable[[], AbstractContextManager[Path]]) -> tuple[Path | None, tuple[PatchApply, ...], bool, Head | None]:
+    """(the patched tree, each patch's outcome, from the cache?, the patched commit and the repository that
+    holds it). REUSE: nothing needs the real worktree afterwards, so a cached outcome (and a view of the
+    touched directories) will do; else apply for real."""
     digest = key(tree, base, series) if policy.read or policy.write else None
     cached = lookup(tree, digest, policy) if digest is not None and reuse else None
     if cached is not None:
         patched = stack.enter_context(view(cached.repo, cached.commit, series.touched)) if cached.repo and cached.commit else None
-        return patched, cached.patches, True
+        head = Head(cached.repo, cached.commit) if cached.repo and cached.commit else None
+        return patched, cached.patches, True, head
     patched = stack.enter_context(open_worktree())
     results = worktree.apply_series(patched, series)
     if digest is not None:
         store(tree, digest, results, patched, policy)
-    return patched, results, False
+    failed = any(r.status == "failed" for r in results)
+    return patched, results, False, None if failed else Head(tree_git.common_dir(patched), tree_git.git(patched, "rev-parse", "HEAD").strip())

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import stat
 import tempfile
 import time
 from collections.abc import Iterable
@@ -18,8 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.errors import CommandError
+from reviewer.kbuild.make import Box, ccache_dir, configure, sandbox_env
 from reviewer.model import Finding, Level
-from reviewer.run.sandbox import Sandbox, read_untrusted
+from reviewer.run.sandbox import Sandbox
 
 RULE = "boot-build"
 BUILD_TIMEOUT = 3600.0
@@ -32,9 +31,6 @@ ENVS: dict[str, tuple[str, ...]] = {
     "plain": (),
     "debug": ("SYSFS", "!SLUB_TINY", "SLUB_DEBUG", "SLUB_DEBUG_ON"),
 }
-# Fixed so that two builds of the same source are the same (and ccache hits across runs); C: plain ASCII
-# messages (kbuild unexports LC_ALL, so LANG and the categories gcc reads are set instead).
-_REPRO = {"LANG": "C", "LC_CTYPE": "C", "LC_MESSAGES": "C", "KBUILD_BUILD_TIMESTAMP": "2025-01-01", "KBUILD_BUILD_USER": "reviewer", "KBUILD_BUILD_HOST": "reviewer"}
 
 
 @dataclass(frozen=True)
@@ -56,47 +52,13 @@ def fragment(symbols: Iterable[str], env: str) -> tuple[str, ...]:
     return tuple(f"# CONFIG_{n[1:]} is not set" if n.startswith("!") else f"CONFIG_{n}=y" for n in names)
 
 
-def make_cmd(src: Path, out: Path, *targets: str) -> list[str]:
-    cc = ["CC=ccache gcc"] if shutil.which("ccache") else []
-    return ["make", "-C", str(src), f"O={out}", "ARCH=x86_64", *cc, *targets]
-
-
-@dataclass(frozen=True)
-class _Box:
-    """make in the sandbox (the series' Makefiles and Kconfig run code): the source read-only, the
-    build directory and ccache's writable; HIDE are git directories to keep out of its sight."""
-
-    sandbox: Sandbox
-    src: Path
-    out: Path
-    hide: tuple[Path, ...] = ()
-
-    def make(self, timeout: float, *targets: str) -> str:
-        """make's output; CommandError (with it) on a failure or at TIMEOUT."""
-        argv = make_cmd(self.src, self.out, *targets)
-        done = self.sandbox.run(argv, cwd=self.out, timeout=timeout, tree=self.out, writable=(_ccache(self.out),),
-                                readable=(self.src,), hide=self.hide)
-        if done.timed_out or done.returncode != 0:
-            raise CommandError(tuple(argv), done.returncode, done.output, "", timeout if done.timed_out else None)
-        return done.output
-
-
-def configure(box: _Box, lines: tuple[str, ...], timeout: float) -> tuple[str, ...]:
-    """tinyconfig, the fragment on top, olddefconfig; the fragment lines that did not stick."""
-    box.make(timeout, "tinyconfig")
-    _append(box.out / ".config", "\n".join(lines) + "\n")
-    box.make(timeout, "olddefconfig")
-    final = set(_untrusted(box.out / ".config").splitlines())
-    return tuple(f"{ln} was not kept (unmet dependency?)" for ln in lines if ln not in final)
-
-
 def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_TIMEOUT, jobs: int | None = None,
           hide: tuple[Path, ...] = ()) -> Build:
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
-    _ccache(out).mkdir(exist_ok=True)
+    ccache_dir(out).mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="reviewer-kbuild-") as scratch:
-        box = _Box(Sandbox(Path(scratch) / "home", _env(out)), src, out, hide)
+        box = Box(Sandbox(Path(scratch) / "home", sandbox_env(out)), src, out, hide)
         try:
             problems = configure(box, lines, timeout)
             log = box.make(timeout, f"-j{jobs or os.cpu_count() or 1}", "bzImage")
@@ -110,29 +72,6 @@ def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_T
     if not _inside(image, out):
         return Build(False, time.monotonic() - start, None, lines, _tail(log), "the build left no bzImage (or a symlink in its place)")
     return Build(True, time.monotonic() - start, image, lines, _tail(log), problems=problems)
-
-
-def _ccache(out: Path) -> Path:
-    return out.parent / "ccache"
-
-
-def _append(path: Path, text: str) -> None:
-    """Append to a file the sandboxed make wrote: never through a symlink, never blocking on a FIFO."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError as exc:
-        raise CommandError(("append", str(path)), None, "", f"{path}: {exc.strerror}", None) from exc
-    with os.fdopen(fd, "w") as f:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise CommandError(("append", str(path)), None, "", f"{path}: not a regular file", None)
-        f.write(text)
-
-
-def _untrusted(path: Path) -> str:
-    try:
-        return read_untrusted(path, 16 << 20).decode(errors="replace")
-    except OSError:
-        return ""
 
 
 def _inside(path: Path, top: Path) -> bool:
@@ -164,10 +103,6 @@ def _relative(path: str, src: Path) -> str:
         if path.startswith(prefix):
             return path[len(prefix):]
     return path
-
-
-def _env(out: Path) -> dict[str, str]:
-    return {**_REPRO, "CCACHE_DIR": str(_ccache(out)), "CCACHE_BASEDIR": str(out.parent)}
 
 
 def _tail(text: str, lines: int = 60) -> str:

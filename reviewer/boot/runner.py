@@ -6,18 +6,17 @@ bzImages already built, keyed by commit and fragment, so that a base is built on
 """
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reviewer.boot import ab, kconfig, qemu, srctree
+from reviewer.boot import ab, kconfig, qemu
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
+from reviewer.kbuild import srctree
 from reviewer.model import BenchResult, Finding, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import private
@@ -61,7 +60,7 @@ def run_intests(
     logs = log_dir or cache_dir / "logs"  # created by the first boot: a failed build leaves no empty directory
     out = BootResults(tests=tuple(chosen), config={e: kconfig.fragment(symbols(tests), e) for e in envs})
     progress.expect(len(envs) * len(trees))  # the builds; each round of boots adds its own
-    with _locked(cache_dir):
+    with srctree.locked(cache_dir):
         for env in envs:
             sides: dict[str, ab.Side] = {}
             for tree, c in trees.items():
@@ -139,15 +138,6 @@ def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], slo
     accel = next((b.accel for s in sides.values() for b in s.boots), out.accel)
     return BootResults((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
                    out.tests, out.config, out.logs, accel)
-
-
-@contextlib.contextmanager
-def _locked(cache: Path) -> Iterator[None]:
-    """One review at a time per cache: the checkout and build directories are shared."""
-    cache.mkdir(parents=True, exist_ok=True)
-    with open(cache / "lock", "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        yield
 
 
 def _prune(images: Path) -> None:

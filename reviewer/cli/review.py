@@ -114,6 +114,9 @@ def main_command(
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
     bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, metavar="N", help="Runs per benchmark and tree (the median is reported).")] = 3,
     slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
+    build: Annotated[bool, typer.Option("--build", help="Compile the touched code for each architecture the series touches (cross gcc, or clang for LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, the vDSO's exported symbols.")] = False,
+    build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
+    arch: Annotated[str | None, typer.Option("--arch", metavar="LIST", help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, riscv64, s390x, loongarch).")] = None,
     boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
     boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
@@ -153,6 +156,7 @@ def main_command(
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
+                          build=build, build_timeout=build_timeout, arches=_arches(arch),
                           boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout, test_timeout=test_timeout,
                           log_dir=log_dir.resolve() if log_dir else None,
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
@@ -313,6 +317,14 @@ def _list(text: str) -> tuple[str, ...]:
 
 def _envs(text: str) -> tuple[str, ...]:
     return _choices("--env", text, ENVS)
+
+
+def _arches(text: str | None) -> tuple[str, ...]:
+    if not text:
+        return ()
+    from reviewer.build.targets import TARGETS
+
+    return _choices("--arch", text, TARGETS)
 
 
 def _boot_envs(text: str) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ def document(review: Review) -> dict[str, Any]:
         "selftests": [_run(r) for r in review.selftests],
         "benchmarks": [_bench(b) for b in review.benchmarks],
         "boot": review.boot.document() if review.boot else None,
+        "builds": [b.document() for b in review.builds],
     }
 
 

@@ -31,6 +31,8 @@ def build(review: Review) -> list[RenderableType]:
     parts += [_findings(review.findings, review.series), Text("")]
     if review.apply is not None:
         parts += [_apply(review), Text("")]
+    if review.builds:
+        parts += [_builds(review), Text("")]
     if review.chosen:
         parts += [_chosen(review), Text("")]
     if review.selftests:
@@ -154,6 +156,28 @@ def _chosen(review: Review) -> Text:
 
 
 _RESULT_STYLE = {"pass": "green", "skip": "yellow", "xfail": "green", "todo": "yellow"}
+
+
+def _builds(review: Review) -> Table:
+    """Per target, per step: built, failed or skipped, the warnings (W=1), what make was asked for; the vDSO's exports."""
+    total = len(review.series.patches) if review.series else 0
+    table = Table(title="Build (W=1, base then each patch)", title_justify="left", show_edge=False, header_style="bold")
+    for name in ("Target", "Step", "Result", "Warnings", "Seconds", "Built / why"):
+        table.add_column(name)
+    for b in review.builds:
+        if b.problem:
+            table.add_row(b.target, "-", Text("not built", style="yellow"), "", "", b.problem)
+        shown: dict[str, tuple[str, ...]] = {}  # a vDSO's exports are shown once, and again where they change
+        for st in b.steps:
+            style = {"built": "green", "failed": "bold red", "timeout": "red"}.get(st.status, "dim")
+            what = st.detail if st.status != "built" else ", ".join(st.goals)
+            vdso = "; ".join(f"{path}: {', '.join(syms) or 'no functions'}" if shown.get(path) != syms else f"{path} exports the same"
+                             for path, syms in st.vdso)
+            shown.update(st.vdso)
+            table.add_row(b.target, "base" if not st.patch else f"{st.patch}/{total}", Text(st.status, style=style),
+                          str(st.warnings) if st.status in ("built", "failed") else "", f"{st.seconds:.1f}" if st.seconds else "",
+                          what + (f"\nvDSO {vdso}" if vdso else ""))
+    return table
 
 
 def _selftests(review: Review) -> Table:

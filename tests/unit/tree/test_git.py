@@ -11,8 +11,8 @@ import pytest
 
 from reviewer import config
 from reviewer.apply import base as apply_base
-from reviewer.boot import srctree
 from reviewer.cli import hook
+from reviewer.kbuild import srctree
 from reviewer.kernelscripts import cachekeys
 from reviewer.model import Person, Series
 from reviewer.report import send

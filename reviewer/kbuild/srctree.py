@@ -1,4 +1,4 @@
-"""The kernel source a boot build compiles: one private checkout per cache, switched between commits.
+"""The kernel source a build compiles (boot and build stages): one private checkout per cache, switched between commits.
 
 A kernel build needs every file, while the review's worktrees may be sparse. So the build
 reads only the worktrees' commits and checks them out into CACHE/src with git's plumbing
@@ -6,13 +6,16 @@ reads only the worktrees' commits and checks them out into CACHE/src with git's 
 the series changed, and their new mtimes make the next `make` incremental.
 
 A run killed during a checkout leaves the private index's lock file: the next checkout (under
-the cache's lock, boot.runner._locked) removes it, and `read-tree --reset -u` rewrites the files
+the cache's lock, srctree.locked) removes it, and `read-tree --reset -u` rewrites the files
 the killed one had half written (their stat data no longer match the index). None of these git
 commands runs the user's hooks (reviewer.tree.git; the index is written in the user's repository's
 name: post-index-change would run).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+from collections.abc import Iterator
 from pathlib import Path
 
 from reviewer.tree.git import git
@@ -37,3 +40,12 @@ def checkout(repo_git: Path, commit: str, src: Path) -> None:
     if index.exists():
         git(src, "update-index", "-q", "--refresh", env=env, check=False, timeout=GIT_TIMEOUT)
     git(src, "read-tree", "--reset", "-u", commit, env=env, timeout=GIT_TIMEOUT)
+
+
+@contextlib.contextmanager
+def locked(cache: Path) -> Iterator[None]:
+    """One review at a time per cache: the checkout and build directories are shared (boot and build stages)."""
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / "lock", "w") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
