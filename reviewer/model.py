@@ -296,6 +296,7 @@ class TestRun:
     reason: str = ""
     log: str = ""
     subtests: tuple[TestCase, ...] = ()
+    where: str = ""  # the kernel it ran on: "host 6.1.0-28-amd64 x86_64", "booted c4bac1c88685 x86_64 tcg"
 
 
 @dataclass(frozen=True)
@@ -314,6 +315,7 @@ class BenchResult:
     patched_samples: tuple[float, ...] = ()
     # Whether the difference is larger than the noise (verdict.py); None until judged against a threshold.
     verdict: Verdict | None = None
+    where: str = ""  # the kernels base and patched ran on (TestRun.where; both sides' when they differ)
 
     @classmethod
     def of(cls, name: str, env: str, metric: str, unit: str, base: Sequence[float], patched: Sequence[float],

@@ -205,7 +205,7 @@ def _configure(run: _Run, request: Request) -> None:
     if run.config.disable or run.config.levels:
         from reviewer import kernelscripts
 
-        config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS, *PARSE_IDS])
+        config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS, *PARSE_IDS, BUILD_ID])
     if request.tree is not None and (request.run_tests or request.tests or request.boot):
         # Where the selftests and boots keep their logs: a parent that cannot be made or written fails now,
         # not after the fetch and the builds (the run's own directory is made only when there is a log to keep).
@@ -251,6 +251,7 @@ def _parse(run: _Run, series: Series) -> Done[Series]:
 
 # The ids the parse stage gives its findings (not checks: the check stage never sees the damage).
 PARSE_IDS = ("patch-damaged", "patch-no-diff")
+BUILD_ID = "build"  # build/warning, build/error, ... (reviewer/build/judge.py): git config reviewer.build/warning.level info
 
 
 def _diff_findings(patch: Patch, parsed: ParsedDiff) -> list[Finding]:
@@ -365,7 +366,7 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
     out = build.run(plan, request.arches, run.progress)
     run.builds = tuple(build.report(b) for b in out.builds)
     run.findings = _replace_lds_regex(run.findings, build.exported(out.builds))
-    run.findings.extend(out.findings)
+    run.findings.extend(config.apply(run.config, out.findings))
     steps = sum(1 for b in out.builds for s in b.steps if s.status in ("built", "failed"))
     failed = [f for f in out.findings if f.rule == "build/error"]
     warned = sum(1 for f in out.findings if f.rule == "build/warning")
@@ -400,6 +401,8 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     outcome = _run_tests(_Applied(run, series, base, patched), request)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
+    if caveat := selftest_stage.host_caveat(series.touched, outcome.runs):
+        run.findings.append(caveat)
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",

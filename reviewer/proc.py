@@ -40,10 +40,12 @@ def run(
     return done
 
 
-def output_bytes(args: Sequence[str | Path], *, input: bytes, timeout: float = DEFAULT_TIMEOUT) -> bytes:
-    """Run a command for its standard output as bytes (`git cat-file --batch`: sizes count bytes)."""
+def output_bytes(args: Sequence[str | Path], *, input: bytes, timeout: float = DEFAULT_TIMEOUT,
+                 env: Mapping[str, str] | None = None) -> bytes:
+    """Run a command for its standard output as bytes (`git cat-file --batch`: sizes count bytes); ENV is
+    added to the environment, as run()'s."""
     argv = tuple(str(a) for a in args)
-    proc = _spawn(argv, None, None, input, timeout)
+    proc = _spawn(argv, None, {**os.environ, **env} if env is not None else None, input, timeout)
     if proc.returncode != 0:
         raise CommandError(argv, proc.returncode, "", _text(proc.stderr), None)
     return proc.stdout

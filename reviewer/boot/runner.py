@@ -10,7 +10,7 @@ import hashlib
 import os
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer.boot import ab, kconfig, qemu
@@ -68,7 +68,11 @@ def run_intests(
                 sides[tree] = _side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
             sides = _boot(sides, boots, timeout, logs, out.logs, progress)
             out = _merge(out, tests, sides, slower_than)
-    return out
+    # Each row says which kernel it ran on: the side's own commit, booted for x86_64 under kvm or tcg.
+    where = {tree: f"booted {c[:12]} x86_64 {out.accel or '-'}" for tree, c in trees.items()}
+    both = f"booted x86_64 {out.accel or '-'}: base {base[:12]}, patched {patched[:12]}"
+    return replace(out, runs=tuple(replace(r, where=where.get(r.tree, "")) for r in out.runs),
+                   benchmarks=tuple(replace(b, where=both) for b in out.benchmarks))
 
 
 # The commands a boot needs, and the Debian packages that bring them.

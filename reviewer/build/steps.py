@@ -107,7 +107,25 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
                 result = replace(result, not_kept=kept)
             steps.append(step)
     building.unlink(missing_ok=True)
+    (out / ".reviewer-used").touch()
+    _prune(plan.cache, keep=out)
     return replace(result, steps=tuple(steps))
+
+
+KEEP_BUILDS = 8  # build directories (per target and configuration) kept in a kernel cache: ~100-300 MB each
+
+
+def _prune(cache: Path, keep: Path) -> None:
+    """Remove the least recently used build directories beyond KEEP_BUILDS (the caller holds the cache's lock)."""
+    def used(d: Path) -> float:
+        try:
+            return (d / ".reviewer-used").stat().st_mtime
+        except OSError:
+            return 0.0
+    dirs = sorted((d for d in cache.glob("check-*") if d.is_dir() and not d.is_symlink() and d != keep), key=used, reverse=True)
+    for old in dirs[KEEP_BUILDS - 1:]:
+        shutil.rmtree(old, ignore_errors=True)
+        old.with_name(old.name + ".building").unlink(missing_ok=True)
 
 
 def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tuple[str, ...], left: float,
@@ -137,7 +155,8 @@ def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tup
         return Step(commit.index, "failed", time.monotonic() - start, detail=f"the configuration failed: {_first(text)}"), ()
     goals = tuple(objects.goals(plan.touched, target, lambda p: (src / p).exists()))
     if not goals:
-        return Step(commit.index, "skipped", detail=f"nothing here compiles for {target.name}"), not_kept
+        return Step(commit.index, "skipped", detail=f"no C or assembly file of the series to compile for {target.name} here (headers, "
+                    "Kconfig and Makefiles are compiled through the objects that use them)"), not_kept
     for g in goals:
         _forget(out, g)
     status, log = "built", ""

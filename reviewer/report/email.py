@@ -18,6 +18,7 @@ from email.message import EmailMessage
 from enum import StrEnum
 
 from reviewer.model import FileChange, Finding, Hunk, Level, Patch, Review, Series
+from reviewer.report import shape
 from reviewer.series import mbox
 from reviewer.store.results import version
 
@@ -274,9 +275,25 @@ def _around(change: FileChange, line: int | None) -> list[str]:
 def _summary(review: Review) -> list[str]:
     parts = ["What the tool ran:"]
     parts.append(_apply_line(review))
+    parts += _build_lines(review)
     parts += _selftest_lines(review)
     parts += _bench_lines(review)
     return ["\n".join(parts)]
+
+
+def _build_lines(review: Review) -> list[str]:
+    """One line per target --build compiled: how many of the steps built (the findings say what failed)."""
+    if not review.builds:
+        return []
+    out = ["  build (W=1, the base then each patch):"]
+    for b in review.builds:
+        if b.problem:
+            out.append(f"    {b.target}: not built ({b.problem})")
+            continue
+        counts = {st: sum(1 for x in b.steps if x.status == st) for st in ("built", "failed", "skipped", "timeout")}
+        said = ", ".join(f"{n} {st}" for st, n in counts.items() if n)
+        out.append(f"    {b.target} ({b.toolchain}): {said} of {len(b.steps)} steps")
+    return out
 
 
 def _apply_line(review: Review) -> str:
@@ -296,11 +313,17 @@ def _selftest_lines(review: Review) -> list[str]:
         chosen = ", ".join(c.test for c in review.chosen)
         return [f"  selftests: not run (relevant: {chosen})"] if chosen else ["  selftests: not run"]
     rows: dict[tuple[str, str], dict[str, str]] = {}
+    where: dict[tuple[str, str], dict[str, str]] = {}
     for r in review.selftests:
         rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s"
-    out = ["  selftests (base -> patched):"]
+        where.setdefault((r.test, r.env), {})[r.tree] = r.where
+    places = {k: shape.ran_on(w.get("base", ""), w.get("patched", "")) for k, w in where.items()}
+    # One place for all (the usual case) is said once, in the heading; else each row says its own.
+    common = next(iter(set(places.values()))) if len(set(places.values())) == 1 else None
+    out = [f"  selftests (base -> patched){f', run on {common}' if common else ''}:"]
     for (test, env), sides in rows.items():
-        out.append(f"    {test} [{env}]: {sides.get('base', '-')} -> {sides.get('patched', '-')}")
+        at = "" if common is not None else f" (run on {places[(test, env)]})" if places[(test, env)] else ""
+        out.append(f"    {test} [{env}]: {sides.get('base', '-')} -> {sides.get('patched', '-')}{at}")
     return out
 
 
@@ -310,7 +333,7 @@ def _bench_lines(review: Review) -> list[str]:
     out = ["  benchmarks (median, base -> patched, ratio):"]
     for b in review.benchmarks:
         ratio = f"{b.ratio:.2f}x" if b.ratio is not None else "-"
-        out.append(f"    {b.name} {b.metric} [{b.env}], {b.runs} runs:")
+        out.append(f"    {b.name} {b.metric} [{b.env}], {b.runs} runs{f', on {b.where}' if b.where else ''}:")
         out.append(f"      {_num(b.base)} -> {_num(b.patched)} {b.unit} ({ratio})")
         if b.verdict:  # verdict.py: beyond the threshold and beyond the noise, or not (a line of its own: figures stay short)
             out.append(f"      {b.verdict.text}")

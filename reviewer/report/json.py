@@ -147,6 +147,7 @@ def _run(r: TestRun) -> dict[str, Any]:
         "reason": r.reason,
         "subtests": [{"number": t.number, "name": t.name, "result": str(t.result), "reason": t.reason} for t in r.subtests],
         "log": r.log,
+        "where": r.where,
     }
 
 
@@ -157,6 +158,7 @@ def _bench(b: BenchResult) -> dict[str, Any]:
         "ratio": round(b.ratio, 3) if b.ratio is not None else None, "runs": b.runs, "spread": round(b.spread, 3), "note": b.note,
         "verdict": str(v.outcome) if v else None, "test": str(v.method) if v and v.method else None,
         "p": float(f"{v.p:.3g}") if v and v.p is not None else None, "verdict_text": v.text if v else None,
+        "where": b.where,
     }
 
 

@@ -56,3 +56,14 @@ def pull(s: Series) -> str | None:
         return None
     span = ", ".join(x for x in (f"since {pr.base[:12]}" if pr.base else "", f"up to {pr.tip[:12]}" if pr.tip else "") if x)
     return f"{pr.url} {pr.ref}" + (f" ({span})" if span else "")
+
+
+def ran_on(base: str, patched: str) -> str:
+    """Where a base/patched pair of runs ran, in one phrase: "host 6.1.0-28-amd64 x86_64" when both ran on one
+    kernel, "booted x86_64 tcg: base c4bac1c88685, patched 0a1b2c3d4e5f" when each booted its own."""
+    if not base or not patched or base == patched:
+        return base or patched
+    b, p = base.split(" "), patched.split(" ")
+    if b[0] == p[0] == "booted" and len(b) == len(p) == 4 and b[2:] == p[2:]:
+        return f"booted {' '.join(b[2:])}: base {b[1]}, patched {p[1]}"
+    return f"base: {base}; patched: {patched}"

@@ -182,7 +182,7 @@ def _builds(review: Review) -> Table:
 
 def _selftests(review: Review) -> Table:
     table = Table(title="Selftests (base vs patched)", title_justify="left", show_edge=False, header_style="bold")
-    for name in ("Test", "Env", "Base", "Patched", "Reason (patched)"):
+    for name in ("Test", "Env", "Base", "Patched", "Reason (patched)", "Ran on"):
         table.add_column(name)
     rows: dict[tuple[str, str], dict[str, TestRun]] = {}
     for r in review.selftests:
@@ -190,7 +190,8 @@ def _selftests(review: Review) -> Table:
     for (test, env), sides in rows.items():
         cells = [_result(sides.get(t)) for t in ("base", "patched")]
         reason = (sides.get("patched") or sides.get("base") or TestRun("", "", "", Result.ERROR, 0)).reason
-        table.add_row(test, env, *cells, reason)
+        where = shape.ran_on(*(sides[t].where if t in sides else "" for t in ("base", "patched")))
+        table.add_row(test, env, *cells, reason, where)
     return table
 
 
@@ -202,14 +203,14 @@ def _result(r: TestRun | None) -> Text:
 
 def _benchmarks(review: Review) -> Table:
     table = Table(title="Benchmarks (median seconds; ratio = patched / base)", title_justify="left", show_edge=False, header_style="bold")
-    for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread", "Verdict"):
-        table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric", "Verdict") else "right")
+    for name in ("Benchmark", "Env", "Metric", "Base", "Patched", "Ratio", "Runs", "Spread", "Verdict", "Ran on"):
+        table.add_column(name, justify="left" if name in ("Benchmark", "Env", "Metric", "Verdict", "Ran on") else "right")
     for b in review.benchmarks:
         # The stages' verdict (beyond --slower-than and beyond the noise); a row never judged marks the bare ratio.
         slower = b.slower if b.verdict is not None else b.ratio is not None and b.ratio > review.slower_than
         ratio = Text(f"{b.ratio:.2f}x", style="bold red" if slower else "") if b.ratio is not None else Text("-")
         verdict = Text(b.verdict.text, style="bold red" if slower else "dim" if not b.verdict.significant else "") if b.verdict else Text("-")
-        table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}", verdict)
+        table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}", verdict, b.where)
     return table
 
 

@@ -12,9 +12,10 @@ tree or was cut short by --test-timeout is a `sandbox` warning naming it, on eac
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import ktap
@@ -90,7 +91,34 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     for b, env in benches:
         measured += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance)
     results, slower = judge_benchmarks(measured, plan.slower_than)
-    return SelftestResults(tuple(runs), tuple(results), tuple(findings + slower))
+    # Both columns ran on the machine's own kernel: every row says so.
+    here = host_kernel()
+    return SelftestResults(tuple(replace(r, where=here) for r in runs), tuple(replace(b, where=here) for b in results),
+                           tuple(findings + slower))
+
+
+# What the kernel is not built from: a series changing only these is tested as it should be on the host.
+_NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
+
+
+def host_caveat(touched: Iterable[str], runs: Iterable[TestRun]) -> Finding | None:
+    """An info when tests ran on the host's kernel while the series changes the kernel: both columns
+    tested the same kernel, so what the series does to it cannot show in them."""
+    kernel = [p for p in touched if not _NOT_KERNEL.match(p)]
+    ran = [r for r in runs if r.where.startswith("host ") and r.env != "-"]
+    if not kernel or not ran:
+        return None
+    more = f" and {len(kernel) - 2} more" if len(kernel) > 2 else ""
+    return Finding(f"{RULE}/host-kernel", Level.INFO,
+                   f"the selftests ran on this machine's kernel ({ran[0].where.removeprefix('host ')}) for base and patched alike: "
+                   f"the series' kernel changes ({', '.join(kernel[:2])}{more}) are not in the kernel they tested",
+                   hint="only the in-kernel tests (--boot) run in kernels built from the series")
+
+
+def host_kernel() -> str:
+    """Where the selftest stage runs its tests: the running kernel, for base and patched alike."""
+    u = os.uname()
+    return f"host {u.release} {u.machine}"
 
 
 def judge_benchmarks(results: Iterable[BenchResult], limit: float) -> tuple[list[BenchResult], list[Finding]]:

@@ -40,9 +40,8 @@ def call(repo: Path, *args: str, check: bool = False, input: str | bytes | None 
 
 
 def output(repo: Path, *args: str, input: bytes = b"", timeout: float = TIMEOUT) -> bytes:
-    """As git(), for output read as bytes (`git cat-file --batch`: its sizes count bytes; a blob as it is).
-    Not under ENV (reviewer.proc.output_bytes takes no environment): for commands that write nothing."""
-    return output_bytes(["git", "-C", str(repo), *NO_HOOKS, *args], input=input, timeout=timeout)
+    """As git(), for output read as bytes (`git cat-file --batch`: its sizes count bytes; a blob as it is), under ENV."""
+    return output_bytes(["git", "-C", str(repo), *NO_HOOKS, *args], input=input, timeout=timeout, env=ENV)
 
 
 def read(repo: Path, *args: str, timeout: float = TIMEOUT, user_hooks: bool = False) -> str:

@@ -43,4 +43,10 @@ def test_review_boot_dmapool(linux: Path, linux_head: str, tmp_path: Path, monke
     assert any(b["ratio"] > 1.25 for b in ratios)  # 400 spins per allocation show
     assert any(f["rule"] == "benchmarks" and "dmapool_test" in f["message"] for f in doc["findings"])
     assert doc["boot"]["accel"] in ("kvm", "tcg") and "DMAPOOL_TEST" in " ".join(doc["boot"]["config"]["plain"])
+    # Each row names the kernel it ran on: its side's own commit, booted (not the host's kernel).
+    where = {r["tree"]: r["where"] for r in doc["selftests"] if r["name"] == "boot:dmapool_test"}
+    accel = doc["boot"]["accel"]
+    assert where["base"] == f"booted {linux_head[:12]} x86_64 {accel}"
+    assert where["patched"].startswith("booted ") and where["patched"].endswith(f" x86_64 {accel}") and where["patched"] != where["base"]
+    assert all(b["where"].startswith(f"booted x86_64 {accel}: base {linux_head[:12]}, patched ") for b in ratios)
     result.assert_nothing_left()

@@ -3,6 +3,7 @@ tools/testing/selftests/vDSO on base and patched, and bench-single in plain and 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -52,6 +53,10 @@ def test_vdso_selftests_and_bench_single_base_vs_patched(linux: Path, comment_se
     # the vDSO really is faster than the syscall here (the host kernel has vDSO getrandom())
     assert single[("plain", "vdso")]["patched"] < single[("plain", "syscall")]["patched"]
     assert not [b for b in doc["benchmarks"] if "bench-multi" in b["name"]]  # opt-in only
+    # Both columns ran on this machine's kernel, and every row says so; a tools/-only series gets no caveat.
+    here = f"host {os.uname().release} {os.uname().machine}"
+    assert {r["where"] for r in doc["selftests"]} == {here} and {b["where"] for b in doc["benchmarks"]} == {here}
+    assert not [f for f in doc["findings"] if f["rule"] == "selftests/host-kernel"]
     assert _state(linux) == before
     result.assert_nothing_left()
 

@@ -84,3 +84,14 @@ def test_only_a_credential_request_may_prompt(tmp_path: Path, monkeypatch: pytes
     assert "password=prompt-0" in tree_git.git(repo, "credential", "fill", input=ask)
     transport = send.Transport(server="mail.example.org", port=465, encryption="ssl", user="u")
     assert send._credential(repo, "fill", transport, {})["password"] == "prompt-allowed"
+
+
+def test_bytes_output_runs_under_the_same_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # git.output() (bytes) used to run without ENV: the user's identity and locale leaked into it.
+    repo = tmp_path / "r"
+    git(tmp_path, "init", "-q", str(repo))
+    monkeypatch.setenv("GIT_COMMITTER_NAME", "Somebody Else")
+    monkeypatch.setenv("LC_ALL", "de_DE.UTF-8")
+    ident = tree_git.output(repo, "var", "GIT_COMMITTER_IDENT").decode()
+    assert ident.startswith("reviewer <reviewer@localhost>")
+    assert tree_git.git(repo, "var", "GIT_COMMITTER_IDENT").startswith("reviewer <reviewer@localhost>")
