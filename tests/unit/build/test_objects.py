@@ -8,7 +8,7 @@ import pytest
 
 from reviewer.build import objects
 from reviewer.build.targets import TARGETS
-from tests.realkernel.kernel import CACHE
+from tests.realkernel.kernel import ensure_repo
 
 X86, PPC64, LOONG = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["loongarch"]
 
@@ -144,9 +144,8 @@ def test_depends_reads_only_the_kconfig_files_of_the_dirs_and_their_parents() ->
 # -- the real 6.12 tree --------------------------------------------------------------------------
 
 def _linux() -> Path:
-    assert (CACHE / "Kbuild").is_file(), (f"{CACHE} is missing: the real-kernel tier makes it "
-                                          "(tests/realkernel/kernel.py ensure_repo; needs the Debian package linux-source-6.12)")
-    return CACHE
+    """The 6.12 tree, made from Debian's linux-source-6.12 the first time (as the real-kernel tier does)."""
+    return ensure_repo()
 
 
 def _read_tree(root: Path) -> objects.Read:
