@@ -359,7 +359,7 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
         return skipped("the series changes nothing the kernel build compiles")
     from reviewer.run import ending
 
-    ending.say(f"build: the base and {len(series.patches)} patches for {', '.join(t.name for t in targets)}: "
+    ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
     plan = build.Plan(commits, touched, build.cache_for(request.tree), repo,
                       deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))

@@ -39,6 +39,9 @@ def _build(mbox: Path, linux: Path, tmp: Path, monkeypatch: pytest.MonkeyPatch, 
     result.assert_nothing_left()
     doc: dict[str, Any] = result.json()
     assert next(st for st in doc["stages"] if st["name"] == "build")["status"] == "ok"
+    # What will be built, and a rough cost, is said before building.
+    targets = ", ".join(b["target"] for b in doc["builds"])
+    assert f"build: the base and {len(doc['patches'])} patch(es) for {targets}: about " in result.stderr, result.stderr
     return doc
 
 
