@@ -27,8 +27,11 @@ _VDSO = re.compile(r"^(arch/[^/]+/(.*/)?vdso[^/]*/|arch/[^/]+/include/asm/vdso/|
 _SOURCE = re.compile(r"\.(c|S)$")
 
 
-def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool]) -> list[str]:
-    """The make goals that compile PATHS on TARGET (the paths that exist at this step)."""
+def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool], read: Read | None = None,
+          listing: Callable[[str], Iterable[str]] | None = None) -> list[str]:
+    """The make goals that compile PATHS on TARGET (the paths that exist at this step). With READ and
+    LISTING (a directory's file names), a C file its Makefile never names but a sibling includes
+    (kernel/sched/build_policy.c includes rt.c) is compiled through that sibling's object."""
     out: dict[str, None] = {}
     for p in paths:
         if not compiled(p, target):
@@ -36,8 +39,22 @@ def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool]) -
         if _VDSO.match(p):
             out.update((d, None) for d in VDSO_DIRS.get(target.name, ()) if exists(d.rstrip("/") + "/Makefile"))
         elif _SOURCE.search(p) and not p.endswith(".lds.S") and exists(p):
-            out[p[:-2] + ".o"] = None
+            out[_includer(p, read, listing) if read and listing else p[:-2] + ".o"] = None
     return list(out)
+
+
+def _includer(path: str, read: Read, listing: Callable[[str], Iterable[str]]) -> str:
+    """PATH's object, or the object of the sibling C file that #includes PATH when no Makefile line names it."""
+    own = path[:-2] + ".o"
+    parent, _, name = path.rpartition("/")
+    stem = name[:-2]
+    if re.search(rf"(?<![\w/.-]){re.escape(stem)}\.o\b", _makefile(parent, read)):
+        return own
+    include = re.compile(rf'^\s*#\s*include\s+"{re.escape(name)}"', re.M)
+    for sibling in sorted(listing(parent)):
+        if sibling.endswith(".c") and sibling != name and include.search(read(f"{parent}/{sibling}" if parent else sibling) or ""):
+            return f"{parent}/{sibling[:-2]}.o" if parent else f"{sibling[:-2]}.o"
+    return own
 
 
 def compiled(path: str, target: Target) -> bool:

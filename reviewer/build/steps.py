@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -77,7 +77,7 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
     final = plan.commits[-1]
     srctree.checkout(plan.git, final.sha, src)
     read = _reader(src)
-    wanted = objects.goals(plan.touched, target, lambda p: (src / p).exists())
+    wanted = objects.goals(plan.touched, target, lambda p: (src / p).exists(), read, _lister(src))
     symbols = list(dict.fromkeys([*target.symbols, *(s for g in wanted for s in objects.guards(g, read))]))
     asked = {f"CONFIG_{s}=y" for s in symbols}  # a dependency olddefconfig drops (a hidden symbol) guards nothing: not reported
     symbols += objects.depends(symbols, {g.rsplit("/", 1)[0] for g in wanted if "/" in g.rstrip("/")}, read,
@@ -153,7 +153,7 @@ def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tup
             return Step(commit.index, "timeout", time.monotonic() - start, detail="--build-timeout reached while configuring"), ()
         text = exc.stdout + "\n" + exc.stderr
         return Step(commit.index, "failed", time.monotonic() - start, detail=f"the configuration failed: {_first(text)}"), ()
-    goals = tuple(objects.goals(plan.touched, target, lambda p: (src / p).exists()))
+    goals = tuple(objects.goals(plan.touched, target, lambda p: (src / p).exists(), _reader(src), _lister(src)))
     if not goals:
         return Step(commit.index, "skipped", detail=f"no C or assembly file of the series to compile for {target.name} here (headers, "
                     "Kconfig and Makefiles are compiled through the objects that use them)"), not_kept
@@ -209,6 +209,16 @@ def _forget(out: Path, goal: str) -> None:
                     p.unlink(missing_ok=True)
     elif path.is_file() or path.is_symlink():
         path.unlink(missing_ok=True)
+
+
+def _lister(src: Path) -> Callable[[str], list[str]]:
+    def names(directory: str) -> list[str]:
+        d = src / directory
+        try:
+            return [e.name for e in os.scandir(d) if e.is_file(follow_symlinks=False)] if d.is_dir() and not d.is_symlink() else []
+        except OSError:
+            return []
+    return names
 
 
 def _reader(src: Path) -> objects.Read:

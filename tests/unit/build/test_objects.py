@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import objects
+from reviewer.build import objects, targets
 from reviewer.build.targets import TARGETS
 from tests.realkernel.kernel import ensure_repo
 
@@ -184,3 +184,20 @@ def test_depends_on_the_real_tree() -> None:
     assert objects.depends(["WIREGUARD"], ["drivers/net/wireguard"], _read_tree(_linux())) == ["NET", "INET"]
     # fs/ext4/Kconfig `config EXT4_FS` has only selects
     assert objects.depends(["EXT4_FS"], ["fs/ext4"], _read_tree(_linux())) == []
+
+
+def test_an_included_c_file_is_compiled_through_its_includer_on_the_real_tree() -> None:
+    # kernel/sched/Makefile names fair.o but not rt.o: build_policy.c has `#include "rt.c"`.
+    root = _linux()
+    read = _read_tree(root)
+
+    def listing(d: str) -> list[str]:
+        return [p.name for p in (root / d).iterdir() if p.is_file()]
+
+    def exists(p: str) -> bool:
+        return (root / p).exists()
+
+    x86 = targets.host()
+    assert objects.goals(["kernel/sched/rt.c", "kernel/sched/fair.c", "lib/sort.c"], x86, exists, read, listing) == [
+        "kernel/sched/build_policy.o", "kernel/sched/fair.o", "lib/sort.o"]
+    assert objects.goals(["kernel/sched/rt.c"], x86, exists) == ["kernel/sched/rt.o"]  # without READ: the file's own
