@@ -106,7 +106,8 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
             if kept := tuple(ln for ln in not_kept if ln.split(" ", 1)[0] in asked):
                 result = replace(result, not_kept=kept)
             steps.append(step)
-    building.unlink(missing_ok=True)
+    if not any(s.status == "timeout" and s.seconds for s in steps):  # make killed mid-way: the next run starts afresh
+        building.unlink(missing_ok=True)
     (out / ".reviewer-used").touch()
     _prune(plan.cache, keep=out)
     return replace(result, steps=tuple(steps))

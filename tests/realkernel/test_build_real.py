@@ -177,4 +177,8 @@ def test_build_timeout_stops_the_stage_with_a_warning(linux: Path, linux_head: s
     (cut,) = [f for f in _ours(doc) if f["rule"] == "build/timeout"]
     assert cut["level"] == "warning" and "not built: the base, 1/1" in cut["message"]
     assert _makes(cold_cache) == []
+    # A build directory make was killed in is marked, so that the next run starts it afresh (when the
+    # checkout of a cold cache took all the time, make never started: nothing to mark).
+    killed = any(s["status"] == "timeout" and s["seconds"] for s in ppc["steps"])
+    assert bool(list(cold_cache.glob("check-ppc32-*.building"))) == killed
     result.assert_nothing_left()
