@@ -8,8 +8,6 @@ was learned before it. Worktrees live until the last stage ends, and are always 
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -340,7 +338,7 @@ def _worktree(run: _Run, series: Series, tree: Path, base: str, build: bool = Tr
 
 def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
     """The series compiled for its architectures, the base and then patch by patch (reviewer/build)."""
-    from reviewer import build
+    from reviewer import build, kbuild
 
     if patched is None:
         return skipped("nothing was applied")
@@ -361,7 +359,7 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
 
     ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
-    plan = build.Plan(commits, touched, build.cache_for(request.tree), repo,
+    plan = build.Plan(commits, touched, kbuild.cache_for(request.tree), repo,
                       deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))
     out = build.run(plan, request.arches, run.progress)
     run.builds = tuple(build.report(b) for b in out.builds)
@@ -413,7 +411,7 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
 def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
     """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
     of the base and the patched commit, booted under QEMU; the console logs go to the run's log directory."""
-    from reviewer import boot
+    from reviewer import boot, kbuild
     from reviewer.selftests.choose import Chosen, TestRef
 
     if patched is None:
@@ -430,7 +428,7 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
         return skipped(f"would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)")
     head = tree_git.git(patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
-    cache_dir = Path(os.environ.get("REVIEWER_BOOT_CACHE") or cache.root() / "boot" / hashlib.sha1(str(request.tree.resolve()).encode()).hexdigest()[:16])
+    cache_dir = kbuild.cache_for(request.tree)
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
     # The base side is the user's tree at the base commit; both commits are checked out from the patched
     # worktree's repository, the one that holds both (a shadow repository borrows the tree's objects).

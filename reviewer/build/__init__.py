@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 from reviewer.build import judge, targets
 from reviewer.build.steps import BUILD_TIMEOUT, Commit, Plan, Step, TargetBuild, build_target
@@ -15,7 +14,7 @@ from reviewer.kbuild import srctree
 from reviewer.model import BuiltStep, BuiltTarget, Finding, Level
 from reviewer.progress import QUIET, Progress
 
-__all__ = ["BUILD_TIMEOUT", "BuildResults", "Commit", "Plan", "Step", "TargetBuild", "cache_for", "chosen", "cost", "describe", "exported", "report", "run"]
+__all__ = ["BUILD_TIMEOUT", "BuildResults", "Commit", "Plan", "Step", "TargetBuild", "chosen", "cost", "describe", "exported", "report", "run"]
 
 # Measured on 2 cores (6.12): configuring a tinyconfig ~15-20 s; the first build of a target's goals
 # (kbuild's prepare, the scripts, the objects) 15-30 s cold; a step ~3-10 s with ccache.
@@ -85,13 +84,3 @@ def report(tb: TargetBuild) -> BuiltTarget:
 
 
 exported = judge.exported
-
-
-def cache_for(tree: Path) -> Path:
-    """The kernel cache of TREE (shared with the boot stage: one source checkout, one ccache)."""
-    import hashlib
-    import os
-
-    from reviewer.store import threads
-
-    return Path(os.environ.get("REVIEWER_BOOT_CACHE") or threads.root() / "boot" / hashlib.sha1(str(tree.resolve()).encode()).hexdigest()[:16])

@@ -60,7 +60,7 @@ class TargetBuild:
     problem: str = ""  # why the target was not built at all
 
 
-@dataclass
+@dataclass(frozen=True)
 class Plan:
     commits: Sequence[Commit]  # the base first
     touched: Sequence[str]  # the whole series'
