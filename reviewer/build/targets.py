@@ -69,7 +69,6 @@ class Target:
 
 
 CLANG_VERSION = 19
-HOST_ARCH = {"x86_64": "x86", "aarch64": "arm64", "ppc64le": "powerpc", "riscv64": "riscv", "s390x": "s390"}
 
 TARGETS: dict[str, Target] = {t.name: t for t in (
     Target("x86_64", "x86_64", "x86_64-linux-gnu-", packages=("gcc",)),
