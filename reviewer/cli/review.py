@@ -324,7 +324,7 @@ def _arches(text: str | None) -> tuple[str, ...]:
         return ()
     from reviewer.build.targets import TARGETS
 
-    return _choices("--arch", text, TARGETS)
+    return _choices("--arch", text, TARGETS, "build target")
 
 
 def _boot_envs(text: str) -> tuple[str, ...]:
@@ -335,12 +335,12 @@ def _boot_envs(text: str) -> tuple[str, ...]:
     return _choices("--boot-env", text, BOOT_ENVS)
 
 
-def _choices(option: str, text: str, known: Iterable[str]) -> tuple[str, ...]:
-    """A comma-separated list of environment names, each one of KNOWN."""
+def _choices(option: str, text: str, known: Iterable[str], what: str = "environment") -> tuple[str, ...]:
+    """A comma-separated list of names (environments, or WHAT), each one of KNOWN."""
     names, known = _list(text), list(known)
     unknown = [n for n in names if n not in known]
     if unknown or not names:
-        raise UsageError(f"{option} {text!r}: unknown environment {', '.join(unknown) or '(none)'}", f"choose from {', '.join(known)}")
+        raise UsageError(f"{option} {text!r}: unknown {what} {', '.join(unknown) or '(none)'}", f"choose from {', '.join(known)}")
     return names
 
 

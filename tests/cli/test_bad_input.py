@@ -100,3 +100,9 @@ def test_huge_patch(tmp_path: Path) -> None:
     result = review(tmp_path / "huge.eml", "--format", "json", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.OK, result.stderr
     assert result.json()["patches"][0]["added"] == 50_000
+
+
+def test_unknown_build_target(tmp_path: Path) -> None:
+    result = review(SERIES / "loongarch-vdso-getrandom-v4.mbox", "--build", "--arch", "x86_64,sparc64", tmp=tmp_path)
+    result.assert_one_line_error(ExitStatus.USAGE, "--arch 'x86_64,sparc64': unknown build target sparc64")
+    assert "choose from x86_64, ppc64le, ppc32" in result.stderr
