@@ -51,6 +51,7 @@ from reviewer.tree.base import GitBaseTree
 if TYPE_CHECKING:
     from reviewer import kernelscripts
     from reviewer.apply import cache as applycache
+    from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
@@ -76,6 +77,7 @@ class Request:
     slower_than: float = SLOWER_THAN
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
+    run_on: str = "auto"  # --run-on: host | vm | auto (vm when the series changes the kernel)
     rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
     benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
     build: bool = False  # --build: compile the series patch by patch for the arches it touches
@@ -393,19 +395,27 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     names = ", ".join(str(c.ref) for c in run.chosen)
     if not (request.run_tests or request.tests):
         return skipped(f"would run {names}; pass --run-tests to build and run code from the series")
+    from reviewer import vm
     from reviewer.selftests import stage as selftest_stage
 
+    assert request.tree is not None
+    where = vm.decide(series.touched, request.run_on, request.tree)
+    if where.missing and request.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
+        run.findings.append(Finding(vm.RULE, Level.INFO, f"the selftests were not run: {where.missing}",
+                                    hint="--run-on host runs them on this machine's kernel"))
+        return skipped(f"would run {names} in the series' kernels, but {where.missing}")
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked again before anything runs
-    outcome = _run_tests(_Applied(run, series, base, patched), request)
+    outcome = _run_tests(_Applied(run, series, base, patched), request, where.vm)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
-    if caveat := selftest_stage.host_caveat(series.touched, outcome.runs):
+    if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where.missing or where.why):
         run.findings.append(caveat)
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
                             f"the output of each run is in {logs}" if kept else "see the selftests section of the report for the logs")
-    return ok(f"{names}: {len(outcome.runs)} runs, {len(outcome.benchmarks)} benchmark figures{kept}", None)
+    inside = " in the series' kernels" if where.vm else ""
+    return ok(f"{names}: {len(outcome.runs)} runs{inside}, {len(outcome.benchmarks)} benchmark figures{kept}", None)
 
 
 def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
@@ -469,14 +479,42 @@ class _Applied:
     patched: Path
 
 
-def _run_tests(applied: _Applied, request: Request) -> selftest_stage.SelftestResults:
-    """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests)."""
+def _run_tests(applied: _Applied, request: Request, in_vm: bool = False) -> selftest_stage.SelftestResults:
+    """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests);
+    IN_VM: each in its own kernel, built from the tree's commit and booted."""
     from reviewer.selftests import stage as selftest_stage
 
     run = applied.run
     assert request.tree is not None
     base_wt = run.stack.enter_context(_worktree(run, applied.series, request.tree, applied.base.commit))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
+    trees = {"base": base_wt, "patched": applied.patched}
+    kernels, early = _guest_kernels(applied, request) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
-                               dict(request.test_env), request.benchmarks, request.test_timeout)
-    return selftest_stage.run(plan, {"base": base_wt, "patched": applied.patched}, scratch, run.progress)
+                               dict(request.test_env), request.benchmarks, request.test_timeout, kernels)
+    out = selftest_stage.run(plan, trees, scratch, run.progress)
+    return selftest_stage.SelftestResults((*early.runs, *out.runs), out.benchmarks, (*early.findings, *out.findings))
+
+
+def _guest_kernels(applied: _Applied, request: Request) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
+    """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
+    from reviewer import kbuild, vm
+    from reviewer.selftests import inguest
+    from reviewer.selftests import stage as selftest_stage
+    from reviewer.vm import guest, kernel
+
+    run = applied.run
+    assert request.tree is not None
+    commits = {"base": applied.base.commit, "patched": tree_git.git(applied.patched, "rev-parse", "HEAD").strip()}
+    dirs = sorted({c.ref.dir for c in run.chosen})
+    from reviewer.run import ending
+
+    ending.say(f"selftests in the series' kernels: {vm.cost(request.envs, request.bench_runs)}")
+    made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs),
+                      kbuild.cache_for(request.tree), request.build_timeout, run.progress)
+    accel = next((guest.accel_for(i) for i in made.images.values() if i is not None), "-")
+    where = {label: f"booted {c[:12]} x86_64 {accel}" for label, c in commits.items()}
+    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "guests"
+    both = f"booted x86_64 {accel}: base {commits['base'][:12]}, patched {commits['patched'][:12]}"
+    kernels = inguest.Kernels(made.images, where, both, logs)
+    return kernels, selftest_stage.SelftestResults(made.runs, (), made.findings)

@@ -34,11 +34,11 @@ class Result:
 
 
 def review(*args: str | Path, cwd: Path | None = None, stdin: bytes | None = None, tmp: Path,
-           env: dict[str, str] | None = None) -> Result:
+           env: dict[str, str] | None = None, timeout: float = 300) -> Result:
     tmp.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     proc = subprocess.run(
         [sys.executable, "-m", "reviewer", *map(str, args)],
-        cwd=cwd, env=env, input=stdin, capture_output=True, timeout=300,
+        cwd=cwd, env=env, input=stdin, capture_output=True, timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode(), tmp)

@@ -65,7 +65,7 @@ def run_intests(
             sides: dict[str, ab.Side] = {}
             for tree, c in trees.items():
                 progress.advance(f"build the {tree} kernel ({env})")
-                sides[tree] = _side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
+                sides[tree] = side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
             sides = _boot(sides, boots, timeout, logs, out.logs, progress)
             out = _merge(out, tests, sides, slower_than)
     # Each row says which kernel it ran on: the side's own commit, booted for x86_64 under kvm or tcg.
@@ -87,7 +87,7 @@ def preflight() -> None:
         raise SelftestError(f"booting in-kernel tests needs {', '.join(missing)}", f"install them: apt-get install {pkgs} libelf-dev")
 
 
-def _side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
+def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
     """The kernel of COMMIT in ENV: the cached image, else a build in the env's build directory."""
     key = hashlib.sha256("\n".join((commit, *lines)).encode()).hexdigest()[:16]
     image = cache / "images" / f"{commit[:12]}-{env}-{key}.bzImage"

@@ -112,7 +112,7 @@ def main_command(
     tests: Annotated[str | None, typer.Option("--tests", metavar="LIST", help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens (implies --run-tests).")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="Do not choose or run selftests.")] = False,
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
-    bench_runs: Annotated[int, typer.Option("--bench-runs", min=1, metavar="N", help="Runs per benchmark and tree (the median is reported).")] = 3,
+    bench_runs: Annotated[int, typer.Option("--bench-runs", min=0, metavar="N", help="Runs per benchmark and tree (the median is reported); 0 runs no benchmark.")] = 3,
     slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
     build: Annotated[bool, typer.Option("--build", help="Compile the touched code for each architecture the series touches (cross gcc, or clang for LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, the vDSO's exported symbols.")] = False,
     build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
@@ -121,6 +121,7 @@ def main_command(
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
     boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
     test_timeout: Annotated[float, typer.Option("--test-timeout", min=1.0, metavar="SECONDS", help="The longest one selftest may run, whatever its directory's settings file asks (the series wrote it; timeout=0 there asks for no limit); a test cut short is a warning.")] = MAX_TEST_SECONDS,
+    run_on: Annotated[str, typer.Option("--run-on", metavar="WHERE", help="Where selftests and benchmarks run: vm (base and patched each in its own kernel, built from the tree and booted with virtme-ng), host (this machine's kernel), auto (vm when the series changes what the kernel is built from, else host).")] = "auto",
     log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR", help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ (default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
     bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
     test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
@@ -158,6 +159,7 @@ def main_command(
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
                           build=build, build_timeout=build_timeout, arches=_arches(arch),
                           boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout, test_timeout=test_timeout,
+                          run_on=_run_on(run_on),
                           log_dir=log_dir.resolve() if log_dir else None,
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
                           checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
@@ -333,6 +335,14 @@ def _boot_envs(text: str) -> tuple[str, ...]:
     from reviewer.boot.kconfig import ENVS as BOOT_ENVS
 
     return _choices("--boot-env", text, BOOT_ENVS)
+
+
+def _run_on(text: str) -> str:
+    from reviewer.vm import RUN_ON
+
+    if text not in RUN_ON:
+        raise UsageError(f"--run-on {text!r}: not a place tests can run", f"choose from {', '.join(RUN_ON)}")
+    return text
 
 
 def _choices(option: str, text: str, known: Iterable[str], what: str = "environment") -> tuple[str, ...]:

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewer.model import BenchResult
+from reviewer.model import BenchResult, TestRun
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.choose import TestRef
 from reviewer.selftests.run import run_test
@@ -45,15 +45,20 @@ def for_tests(refs: list[TestRef], asked: tuple[str, ...] = ()) -> list[Benchmar
     return [b for b in relevant if not b.opt_in or b.name in asked]
 
 
+RunOne = Callable[[str, Path], TestRun]  # (tree, worktree) -> one run of the benchmark there
+
+
 def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int,
-            on_run: Callable[[str], None] = lambda _: None) -> Iterator[BenchResult]:
-    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric; ON_RUN hears of each run."""
+            on_run: Callable[[str], None] = lambda _: None, run_one: RunOne | None = None) -> Iterator[BenchResult]:
+    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric; ON_RUN hears of each run.
+    RUN_ONE runs it once on a tree (default: in the sandbox, on this machine's kernel)."""
     samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
     notes: list[str] = []
     for i in range(runs):
         for label, wt in trees.items():
             on_run(f"benchmark {bench.name} on {label} ({env}), run {i + 1} of {runs}")
-            run = run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout)
+            run = (run_one(label, wt) if run_one is not None else
+                   run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout))
             found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
             if not found:
                 notes.append(f"{label}: {run.result} {run.reason}".strip())

@@ -6,7 +6,7 @@ import os
 import re
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
@@ -160,33 +160,68 @@ def run_observed(
 ) -> Observed:
     """run_test, and what the sandbox saw. TIMEOUT (the tool's own, for a benchmark) or else the
     directory's `settings` timeout, which CAP (--test-timeout) bounds: the series wrote that file."""
-    assert ref.name is not None
-    name = f"{ref}" + (f" {' '.join(args)}" if args else "")
     if (why := available(env)) is not None:
-        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}"))
+        return Observed(TestRun(_name(ref, args), tree, env, ktap.Result.SKIP, 0.0, f"environment {env} unavailable: {why}"))
+    start = prepare(wt, ref, tree=tree, env=env, args=args, timeout=timeout, cap=cap)
+    if isinstance(start, TestRun):
+        return Observed(start)
+    done = sandbox.run(start.argv, cwd=start.cwd, timeout=start.limit, env_name=env, tree=wt)
+    seen = _seen(done, f"was cut short at {start.limit:g}s by --test-timeout (its settings file asks for {_asked(start.asked)})"
+                 if done.timed_out and start.cut else "")
+    got = outcome(start, done.output, done.returncode, done.seconds, done.timed_out)
+    if seen and got.result is not ktap.Result.TIMEOUT:  # never a plain pass: the table says what the sandbox saw
+        got = replace(got, reason="; ".join(x for x in (got.reason, "sandbox: " + ", ".join(short for short, _ in seen)) if x))
+    return Observed(got, tuple(long for _, long in seen))
+
+
+@dataclass(frozen=True)
+class Start:
+    """How one test is started: its name in the report, the command from its directory, and its time limit."""
+
+    name: str
+    tree: str
+    env: str
+    argv: tuple[str, ...]
+    cwd: Path
+    limit: float  # the seconds it may run
+    asked: float  # what its settings file asks for (or the tool's own timeout)
+
+    @property
+    def cut(self) -> bool:
+        """--test-timeout is shorter than what the settings file asks for."""
+        return self.limit < self.asked
+
+
+def prepare(wt: Path, ref: TestRef, *, tree: str, env: str, args: Sequence[str] = (), timeout: float | None = None,
+            cap: float = MAX_TEST_SECONDS) -> Start | TestRun:
+    """The command and limit of REF on the tree WT, or the run that says why it cannot start."""
+    assert ref.name is not None
+    name = _name(ref, args)
     program = wt / SELFTESTS / ref.dir / ref.name
     if not program.is_file():
-        return Observed(TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)"))
+        return TestRun(name, tree, env, ktap.Result.SKIP, 0.0, "not built here (another architecture or a missing config?)")
     if not program.resolve().is_relative_to(wt.resolve()):
-        return Observed(TestRun(name, tree, env, ktap.Result.ERROR, 0.0, "a symlink out of the tree: not run"))
+        return TestRun(name, tree, env, ktap.Result.ERROR, 0.0, "a symlink out of the tree: not run")
     argv = command(program, wt / SELFTESTS / ref.dir)
     if argv is None:
-        return Observed(TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either"))
+        return TestRun(name, tree, env, ktap.Result.FAIL, 0.0, "not executable and no #! line: kselftest's runner cannot start it either")
     asked = timeout or timeout_for(wt, ref.dir)
-    limit = asked if timeout else min(asked, cap)
-    done = sandbox.run([*argv, *args], cwd=program.parent, timeout=limit, env_name=env, tree=wt)
-    log = ktap.parse(done.output)
-    seen = _seen(done, f"was cut short at {limit:g}s by --test-timeout (its settings file asks for {_asked(asked)})"
-                 if done.timed_out and limit < asked else "")
-    notes = tuple(long for _, long in seen)
-    if done.timed_out:
-        why = f"killed after {limit:g}s" + (f" (--test-timeout; its settings file asks for {_asked(asked)})" if limit < asked else "")
-        return Observed(TestRun(name, tree, env, ktap.Result.TIMEOUT, done.seconds, why, done.output, log.tests), notes)
-    result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(done.returncode or 0, ktap.Result.FAIL)
-    reason = "" if result is ktap.Result.PASS else _reason(done.returncode, log)
-    if seen:  # never a plain pass: the table says what the sandbox saw
-        reason = "; ".join(x for x in (reason, "sandbox: " + ", ".join(short for short, _ in seen)) if x)
-    return Observed(TestRun(name, tree, env, result, done.seconds, reason, done.output, log.tests), notes)
+    return Start(name, tree, env, (*argv, *args), program.parent, asked if timeout else min(asked, cap), asked)
+
+
+def outcome(start: Start, output: str, returncode: int | None, seconds: float, timed_out: bool) -> TestRun:
+    """The run of START from what it printed and how it ended, as kselftest's runner reads it (0 pass, 4 skip)."""
+    log = ktap.parse(output)
+    if timed_out:
+        why = f"killed after {start.limit:g}s" + (f" (--test-timeout; its settings file asks for {_asked(start.asked)})" if start.cut else "")
+        return TestRun(start.name, start.tree, start.env, ktap.Result.TIMEOUT, seconds, why, output, log.tests)
+    result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(returncode or 0, ktap.Result.FAIL)
+    reason = "" if result is ktap.Result.PASS else _reason(returncode, log, output)
+    return TestRun(start.name, start.tree, start.env, result, seconds, reason, output, log.tests)
+
+
+def _name(ref: TestRef, args: Sequence[str]) -> str:
+    return f"{ref}" + (f" {' '.join(args)}" if args else "")
 
 
 def _asked(seconds: float) -> str:
@@ -230,7 +265,10 @@ def command(program: Path, test_dir: Path) -> list[str] | None:
     return None
 
 
-def _reason(rc: int | None, log: ktap.KtapLog) -> str:
+def _reason(rc: int | None, log: ktap.KtapLog, output: str = "") -> str:
+    """exit=RC, the program's own "Bail out!" line (its reason for stopping), and its first bad results."""
+    bail = next((ln.strip() for ln in output.splitlines() if ln.lstrip().startswith("Bail out!")), "")
     bad = [t for t in log.tests if t.result not in (ktap.Result.PASS, ktap.Result.XFAIL)]
-    detail = "; ".join(f"{t.result} {t.number} {t.name}" + (f" ({t.reason})" if t.reason else "") for t in bad[:3])
+    detail = "; ".join([*([bail[:200]] if bail else []),
+                        *(f"{t.result} {t.number} {t.name}" + (f" ({t.reason})" if t.reason else "") for t in bad[:3])])
     return f"exit={rc}" + (f": {detail}" if detail else "")

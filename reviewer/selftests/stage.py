@@ -23,9 +23,10 @@ from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import private
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
-from reviewer.selftests import bench
+from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
 from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, run_list, run_observed
+from reviewer.vm import kernel_paths
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
 RULE = "selftests"
@@ -41,6 +42,7 @@ class Plan:
     extra_env: dict[str, str] = field(default_factory=dict)
     benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: caps what a directory's settings file asks for
+    kernels: inguest.Kernels | None = None  # --run-on vm: each tree's tests run in its own kernel (else on the host's)
 
 
 @dataclass(frozen=True)
@@ -74,37 +76,71 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     refs = _expand(plan.chosen, lists)
     asked = {c.ref: c.why for c in plan.chosen if c.ref.name}
     seen: list[Finding] = []
-    progress.expect(len(plan.envs) * len(refs) * len(lists))
-    for env in plan.envs:
-        for ref in refs:
-            for label, per in lists.items():
-                progress.advance(f"{ref} on {label} ({env})")
-                if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
-                    runs.append(o.run)
-                    seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
+    if plan.kernels is None:
+        progress.expect(len(plan.envs) * len(refs) * len(lists))
+        for env in plan.envs:
+            for ref in refs:
+                for label, per in lists.items():
+                    progress.advance(f"{ref} on {label} ({env})")
+                    if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
+                        runs.append(o.run)
+                        seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
+    else:
+        progress.expect(len(lists))
+        base_ok = True
+        for label, per in lists.items():
+            items = []
+            for env in plan.envs:
+                for ref in refs:
+                    if (skip := _unlisted_skip(ref, label, env, per[ref.dir], ref in asked)) is not None:
+                        runs += [skip] if isinstance(skip, TestRun) else []
+                    else:
+                        items.append(inguest.Item(ref, env))
+            progress.advance(f"boot the {label} kernel and run {len(items)} test{'s' if len(items) != 1 else ''} in it")
+            batch = inguest.run(plan.kernels, label, trees[label], items, sandbox, plan.test_timeout, base_ok=base_ok)
+            base_ok = base_ok and not (label == "base" and batch.findings)
+            runs += batch.runs
+            seen += batch.findings
     findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
     # A benchmark means something only as a comparison: both trees must have built.
-    comparable = len(trees) > 1 and all(built.values())
+    comparable = len(trees) > 1 and all(built.values()) and plan.bench_runs > 0  # --bench-runs 0: none
     benches = [(b, env) for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs]
     progress.expect(len(benches) * plan.bench_runs * len(trees))
     measured: list[BenchResult] = []
     for b, env in benches:
-        measured += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance)
+        run_one = _in_guest(plan.kernels, b, env, sandbox, findings) if plan.kernels is not None else None
+        measured += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance, run_one=run_one)
     results, slower = judge_benchmarks(measured, plan.slower_than)
+    if plan.kernels is not None:  # each row ran in its tree's kernel, and says which
+        here = plan.kernels.where
+        return SelftestResults(tuple(replace(r, where=r.where or here.get(r.tree, "")) for r in runs),
+                               tuple(replace(b, where=plan.kernels.both) for b in results), tuple(findings + slower))
     # Both columns ran on the machine's own kernel: every row says so.
-    here = host_kernel()
-    return SelftestResults(tuple(replace(r, where=here) for r in runs), tuple(replace(b, where=here) for b in results),
+    where = host_kernel()
+    return SelftestResults(tuple(replace(r, where=where) for r in runs), tuple(replace(b, where=where) for b in results),
                            tuple(findings + slower))
 
 
-# What the kernel is not built from: a series changing only these is tested as it should be on the host.
-_NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
+def _in_guest(kernels: inguest.Kernels, b: bench.Benchmark, env: str, sandbox: Sandbox, findings: list[Finding]) -> bench.RunOne:
+    """A benchmark run in a tree's own kernel: one boot per run, alternating (bench.measure's order); the
+    guests' faults join FINDINGS."""
+    count = iter(range(1, 1 << 30))
+    base_ok = [True]
+
+    def run_one(label: str, wt: Path) -> TestRun:
+        batch = inguest.run(kernels, label, wt, [inguest.Item(b.test, env, b.args, b.timeout)], sandbox, tag=f"-bench-{next(count)}",
+                            base_ok=base_ok[0])
+        base_ok[0] = base_ok[0] and not (label == "base" and batch.findings)
+        findings.extend(f for f in batch.findings if f not in findings)
+        return batch.runs[0]
+
+    return run_one
 
 
-def host_caveat(touched: Iterable[str], runs: Iterable[TestRun]) -> Finding | None:
+def host_caveat(touched: Iterable[str], runs: Iterable[TestRun], why: str = "") -> Finding | None:
     """An info when tests ran on the host's kernel while the series changes the kernel: both columns
-    tested the same kernel, so what the series does to it cannot show in them."""
-    kernel = [p for p in touched if not _NOT_KERNEL.match(p)]
+    tested the same kernel, so what the series does to it cannot show in them. WHY: why not in a VM."""
+    kernel = kernel_paths(touched)
     ran = [r for r in runs if r.where.startswith("host ") and r.env != "-"]
     if not kernel or not ran:
         return None
@@ -112,7 +148,7 @@ def host_caveat(touched: Iterable[str], runs: Iterable[TestRun]) -> Finding | No
     return Finding(f"{RULE}/host-kernel", Level.INFO,
                    f"the selftests ran on this machine's kernel ({ran[0].where.removeprefix('host ')}) for base and patched alike: "
                    f"the series' kernel changes ({', '.join(kernel[:2])}{more}) are not in the kernel they tested",
-                   hint="only the in-kernel tests (--boot) run in kernels built from the series")
+                   hint=f"not in the series' kernels: {why}" if why else "--run-on vm runs them in kernels built from the series")
 
 
 def host_kernel() -> str:
@@ -153,14 +189,23 @@ def _expand(chosen: Iterable[Chosen], lists: dict[str, dict[str, RunList]]) -> l
 
 def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool, cap: float) -> Observed | None:
     """Run REF on one tree if it was asked for or is in that tree's run list; None if the list could not be read."""
+    skip = _unlisted_skip(ref, label, env, listed, asked)
+    if skip is None:
+        return run_observed(wt, ref, tree=label, env=env, sandbox=sandbox, cap=cap)
+    return Observed(skip) if isinstance(skip, TestRun) else None
+
+
+def _unlisted_skip(ref: TestRef, label: str, env: str, listed: RunList, asked: bool) -> TestRun | bool | None:
+    """None: REF runs on this tree (asked for, or in its run list); else the SKIP that says why not, or
+    False when the list could not be read (the tree's "run list" ERROR says why nothing of it runs)."""
     assert ref.name is not None
     if asked or ref.name in listed.tests:
-        return run_observed(wt, ref, tree=label, env=env, sandbox=sandbox, cap=cap)
+        return None
     if listed.error:
-        return None  # the tree's "run list" ERROR says why nothing of the directory runs there
+        return False
     role = listed.role(ref.name)
-    return Observed(TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
-                    f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else "")))
+    return TestRun(str(ref), label, env, ktap.Result.SKIP, 0.0,
+                   f"not in the run list of {SELFTESTS}/{ref.dir}/Makefile on this tree" + (f" (it is in {role})" if role else ""))
 
 
 def _last_error(log: str) -> str:
@@ -213,8 +258,8 @@ def _compare(runs: list[TestRun]) -> Iterable[Finding]:
             by_key.setdefault((r.test, r.env), {})[r.tree] = r
     for (test, env), sides in by_key.items():
         base, patched = sides.get("base"), sides.get("patched")
-        if patched is None:
-            continue
+        if patched is None or patched.reason.startswith(inguest.NOT_RUN):
+            continue  # the guest's own finding (a panic, a hang, no kernel) says why: once
         if patched.result in BAD and (base is None or base.result not in BAD):
             yield Finding(RULE, Level.ERROR, f"{test} {patched.result}s on the patched tree ({env}){_was(base)}: {patched.reason}")
         elif patched.result in BAD:

@@ -75,7 +75,7 @@ def test_boot_result_is_frozen_and_reads_as_its_json_object() -> None:
 
 def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(kernel_repo: Path, tmp_path: Path,
                                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    """No kernel is built: the runner's seam (_side) records which commit of which repository each side
+    """No kernel is built: the runner's seam (side) records which commit of which repository each side
     would build, and returns a failed build (so nothing boots)."""
     listings: list[list[str]] = []
     original = boot.relevant
@@ -94,7 +94,7 @@ def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(ke
         built[tree] = (repo, commit)
         return ab.Side(tree, env, kconfig.Build(False, 0.0, None, lines, "not built: a test"))
 
-    monkeypatch.setattr(runner, "_side", side)
+    monkeypatch.setattr(runner, "side", side)
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "boot-cache"))
     result, _ = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, boot=True,
                                rules_dirs=(_rule_dir(tmp_path),)))

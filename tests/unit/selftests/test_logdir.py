@@ -172,7 +172,7 @@ def test_log_dir_from_the_request_then_git_config(kernel_repo: Path, tmp_path: P
 def test_selftest_output_goes_to_the_run_log_dir(kernel_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = (TestRun("vDSO:vdso_test_getrandom", "base", "plain", Result.PASS, 0.1, "", "ok 1\n"),
             TestRun("vDSO:vdso_test_getrandom", "patched", "plain", Result.PASS, 0.1, "", "ok 1\n"))
-    monkeypatch.setattr(pipeline, "_run_tests", lambda run, request: selftest_stage.SelftestResults(runs, (), ()))
+    monkeypatch.setattr(pipeline, "_run_tests", lambda run, request, in_vm=False: selftest_stage.SelftestResults(runs, (), ()))
     result, error = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, run_tests=True, run_stamp=STAMP))
     assert error is None, error
     where = state() / "reviewer" / "logs" / STAMP / "selftests"

@@ -1,0 +1,107 @@
+"""The selftests of one tree, run inside that tree's own kernel (vm/guest.py): one boot per tree and round.
+
+The programs were built on the host, in the sandbox, in the tree's worktree; the guest sees the
+worktree and runs each one as kselftest's runner would (from its directory, under the settings
+timeout that --test-timeout caps, in the plain or timens environment), as root of the guest.
+What the guest's console shows of the kernel itself (a panic, an oops, a hang) is the Boot's.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reviewer import ktap
+from reviewer.boot import console
+from reviewer.model import Finding, Level, TestRun
+from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
+from reviewer.selftests.choose import TestRef
+from reviewer.selftests.run import Start, outcome, prepare
+from reviewer.vm import guest
+
+RULE = "vm"
+NOT_RUN = "not run: "  # the reason of a test its guest never ran (the guest's finding says why)
+
+
+@dataclass(frozen=True)
+class Kernels:
+    """The trees' guest kernels: per tree its image (None: it did not build) and where its rows ran."""
+
+    images: dict[str, Path | None]
+    where: dict[str, str]  # "base" -> "booted c4bac1c88685 x86_64 tcg"
+    both: str = ""  # a benchmark's: "booted x86_64 tcg: base c4bac1c88685, patched 0b91cda56707"
+    logs: Path | None = None  # the guests' consoles go here, one file per boot
+    boot_timeout: float | None = None  # seconds to reach the first test (None: guest.BOOT_ALLOWANCE)
+
+
+@dataclass(frozen=True)
+class Item:
+    ref: TestRef
+    env: str
+    args: tuple[str, ...] = ()
+    timeout: float | None = None  # the tool's own (a benchmark); else the directory's settings, capped
+
+
+@dataclass(frozen=True)
+class Batch:
+    runs: tuple[TestRun, ...]
+    findings: tuple[Finding, ...]
+    accel: str = ""
+
+
+def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: Sandbox, cap: float = MAX_TEST_SECONDS,
+        tag: str = "", base_ok: bool = True) -> Batch:
+    """ITEMS on the tree LABEL (worktree WT) in its kernel: a run per item, and the guest's own faults as findings
+    (BASE_OK: the base's guest had none, so the patched one's are the series')."""
+    image = kernels.images.get(label)
+    starts: list[Start | TestRun] = [prepare(wt, i.ref, tree=label, env=i.env, args=i.args, timeout=i.timeout, cap=cap) for i in items]
+    if image is None:
+        return Batch(tuple(_not_run(s, i, label, "its kernel did not build") for s, i in zip(starts, items, strict=True)), ())
+    ready = [s for s in starts if isinstance(s, Start)]
+    jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
+    log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
+    booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log) if jobs else None
+    got = dict(zip((id(s) for s in ready), booted.ran if booted else (), strict=False))
+    runs = []
+    for s in starts:
+        if isinstance(s, TestRun):
+            runs.append(s)
+        elif (r := got.get(id(s))) is not None:
+            runs.append(outcome(s, r.output, r.returncode, r.seconds, r.timed_out))
+        else:
+            assert booted is not None
+            runs.append(TestRun(s.name, label, s.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{fault(booted)}"))
+    where = kernels.where.get(label, "")
+    findings = tuple(faults(booted, label, tag, base_ok)) if booted else ()
+    return Batch(tuple(replace(r, where=where) for r in runs), findings, booted.accel if booted else "")
+
+
+def _not_run(start: Start | TestRun, item: Item, label: str, why: str) -> TestRun:
+    if isinstance(start, TestRun):
+        return start
+    return TestRun(start.name, label, item.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{why}")
+
+
+def fault(booted: guest.GuestRun) -> str:
+    """Why the guest did not finish a job: it was killed at its timeout, the kernel died, or vng failed."""
+    if booted.timed_out:
+        return f"the guest was killed after {booted.seconds:.0f}s (hung?): last line: {console.last_line(booted.console)}"
+    if splats := console.splats(booted.console):
+        return f"the kernel died: {splats[0].first}"
+    return f"vng exited ({booted.returncode}) before it: {console.last_line(booted.console)}"
+
+
+def faults(booted: guest.GuestRun, label: str, tag: str = "", base_ok: bool = True) -> list[Finding]:
+    """What went wrong with the kernel itself on one side: a splat (panic, oops, BUG, WARNING), a hang, vng
+    ending early, quoting the console; an error on the patched side when the base's guest was fine (BASE_OK),
+    else a warning (the series did not do it, or the guest does not work here at all)."""
+    level = Level.ERROR if label == "patched" and base_ok else Level.WARNING
+    what = f"the {label} kernel{tag}"
+    out = [Finding(RULE, level, f"{what}: {s.first}", quote=s.quote) for s in console.splats(booted.console)]
+    if booted.timed_out:
+        out.append(Finding(RULE, level, f"{what} hung: the guest did not finish its tests within {booted.seconds:.0f}s and was killed",
+                           quote=tuple(console.lines(booted.console)[-8:])))
+    elif not out and any(r is None for r in booted.ran):
+        out.append(Finding(RULE, level, f"{what}: vng exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}",
+                           quote=tuple(console.lines(booted.console)[-8:])))
+    return out

@@ -1,0 +1,140 @@
+"""Run test programs inside a booted kernel: virtme-ng (`vng --run IMAGE --exec SCRIPT`) in the sandbox.
+
+One boot runs a batch of jobs (each a test program, its directory, its environment and its
+timeout) from a bash script that writes each job's output and exit status into a results
+directory shared read-write with the guest. vng shows the guest the root file system it sees,
+read-only; it runs here inside the sandbox (run/sandbox.py), so the guest sees what a sandboxed
+test would: no home directory, no user repository, no /tmp but the trees given. The guest has
+no network device (vng adds one only with --network). The VM is killed at the batch's timeout
+and on Ctrl-C, and `timeout -s KILL` ends it if we are killed first.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from reviewer.boot import qemu
+from reviewer.run import private
+from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
+from reviewer.run.sandbox import Sandbox, read_untrusted
+from reviewer.vm import tool
+
+VNG = "vng"
+BOOT_ALLOWANCE = {"kvm": 60.0, "tcg": 180.0}  # seconds to reach the first job, on top of the jobs' own timeouts
+KILL_AFTER = 5  # seconds between `timeout`'s TERM and its KILL, per job
+MEMORY = "1G"
+_STATUS = re.compile(r"^(?P<rc>\d+) (?P<start>\d+) (?P<end>\d+)$")
+
+
+@dataclass(frozen=True)
+class Job:
+    cwd: Path  # the test's directory (the same path in the guest: the tree is shared)
+    argv: tuple[str, ...]  # as kselftest's runner starts it, relative to CWD
+    env: str  # plain | timens (run/sandbox.ENVS: the same namespaces, made inside the guest)
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Ran:
+    job: Job
+    output: str
+    returncode: int
+    seconds: float
+    timed_out: bool
+
+
+@dataclass(frozen=True)
+class GuestRun:
+    ran: tuple[Ran | None, ...]  # per job, in order; None: the guest never finished it (it died, hung, was killed)
+    console: str  # vng's output: the kernel's console and the script's
+    seconds: float
+    timed_out: bool
+    accel: str  # kvm | tcg
+    returncode: int | None
+
+
+def script(jobs: Sequence[Job], results: Path) -> str:
+    """The guest's bash script: each job from its directory, in its namespaces, under `timeout`; its output
+    to RESULTS/<n>.out, then "<exit> <start ns> <end ns>" to RESULTS/<n>.rc; the guest then powers off."""
+    lines = ["#!/bin/bash", "# Written by reviewer: the tests of one boot.", "echo reviewer-guest: start"]
+    for n, job in enumerate(jobs):
+        ns = ["unshare", "-r", *SANDBOX_ENVS[job.env], "--"] if job.env != "plain" else []
+        argv = ["timeout", "-k", str(KILL_AFTER), f"{job.timeout:g}", *ns, *job.argv]
+        out, rc = shlex.quote(str(results / f"{n}.out")), shlex.quote(str(results / f"{n}.rc"))
+        lines += [
+            f"echo reviewer-guest: job {n}",
+            f"s=$(date +%s%N); (cd {shlex.quote(str(job.cwd))} && exec {shlex.join(argv)}) >{out} 2>&1 </dev/null; r=$?",
+            f'echo "$r $s $(date +%s%N)" >{rc}',
+        ]
+    lines.append("echo reviewer-guest: done")
+    return "\n".join(lines) + "\n"
+
+
+def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str) -> list[str]:
+    """vng booting IMAGE to run SCRIPT_PATH, SHARED read-write (the trees and the results), under ACCEL."""
+    vng = tool(VNG) or VNG
+    kvm = ["--disable-kvm"] if accel == "tcg" else []
+    rw = [f"--rwdir={p}" for p in dict.fromkeys(shared)]
+    return [vng, "--run", str(image), *kvm, "--force-9p", "--verbose", "--memory", MEMORY, "--cpus", "1", *rw,
+            "--exec", f"bash {shlex.quote(str(script_path))}"]
+
+
+def accel_for(image: Path) -> str:
+    """kvm when it really boots a guest here (boot/qemu's probe), else tcg."""
+    return "kvm" if qemu.kvm_works(image) else "tcg"
+
+
+def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbox, *, boot_timeout: float | None = None,
+        log: Path | None = None) -> GuestRun:
+    """Boot IMAGE once and run JOBS in it (TREES shared read-write with the guest); never raises for what the
+    guest does. The wall clock is bounded by the jobs' timeouts plus the time a boot may take."""
+    accel = accel_for(image)
+    limit = (boot_timeout or BOOT_ALLOWANCE[accel]) + sum(j.timeout + KILL_AFTER + 1 for j in jobs)
+    sandbox.scratch.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:
+        results = Path(tmp)
+        path = results / "run.sh"
+        path.write_text(script(jobs, results))
+        start = time.monotonic()
+        argv = ["timeout", "-s", "KILL", f"{limit + qemu.GUARD_SECONDS:.0f}", *command(image, path, [*trees, results], accel)]
+        # vng starts virtme-run, its sibling, from PATH
+        vng_dir = str(Path(argv[4]).parent)
+        sandbox = replace(sandbox, extra_env={**sandbox.extra_env, "PATH": f"{vng_dir}:{os.environ.get('PATH', os.defpath)}"})
+        done = sandbox.run(argv, cwd=results, timeout=limit, tree=results, writable=tuple(trees), readable=(image.parent, *_python()))
+        seconds = time.monotonic() - start
+        ran = tuple(_read(results, n, job) for n, job in enumerate(jobs))
+    if log is not None:  # the console: the user's eyes only
+        private.make_dir(log.parent)
+        private.write_private(log, done.output.encode())
+    return GuestRun(ran, done.output, seconds, done.timed_out, accel, done.returncode)
+
+
+def _python() -> tuple[Path, ...]:
+    """vng is a Python program of this virtualenv: the sandbox hides /root and /home, where both may live."""
+    return tuple(dict.fromkeys(Path(p).resolve() for p in (sys.prefix, sys.base_prefix)))
+
+
+def _read(results: Path, n: int, job: Job) -> Ran | None:
+    """Job N's outcome as the guest wrote it (the series' code ran there: never through a symlink)."""
+    try:
+        status = read_untrusted(results / f"{n}.rc", 4096).decode(errors="replace").strip()
+    except OSError:
+        return None
+    m = _STATUS.match(status)
+    if m is None:
+        return None
+    try:
+        output = read_untrusted(results / f"{n}.out", 16 << 20).decode(errors="replace")
+    except OSError:
+        output = ""
+    rc, seconds = int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9
+    # timeout(1): 124 when it sent TERM, 137 when it had to KILL; the test itself may exit 124: the clock decides.
+    timed_out = rc in (124, 137) and seconds >= job.timeout - 0.5
+    return Ran(job, output, rc, seconds, timed_out)

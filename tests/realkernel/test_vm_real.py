@@ -1,0 +1,170 @@
+"""Issue 17 on Debian's real 6.12 tree: the selftests run inside the kernels the series builds.
+
+The series makes the vDSO's getrandom() always fall back to the syscall (lib/vdso/getrandom.c):
+slower, and caught by vdso_test_getrandom's own check ("vgetrandom passed buffer to syscall
+getrandom unexpectedly"), but only in a kernel that has the change. In the series' kernels
+(`--run-on` left to choose: the series changes lib/) the base passes and the patched kernel
+fails; on the host both pass, and the report says the host's kernel was tested. The guest
+kernels are built in REVIEWER_BOOT_CACHE, shared with the boot and build tiers (ccache, source
+checkout): the base once, the patched kernel incrementally from it.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reviewer.errors import ExitStatus
+from tests.cli.interrupting import processes_in, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.helpers import review
+from tests.realkernel.kernel import commit, format_patch, git, show
+
+pytestmark = [pytest.mark.slow, pytest.mark.boot]
+CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
+SRC = "lib/vdso/getrandom.c"
+AUTHOR = "Kernel Fixture <kernel-fixture@example.org>"
+CHECK = "vgetrandom passed buffer to syscall getrandom unexpectedly"
+TEST = "vDSO:vdso_test_getrandom"
+
+
+@pytest.fixture(scope="module")
+def fallback(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    src = show(linux, linux_head, SRC)
+    old = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
+    assert old in src
+    new = src.replace(old, "\t/* Let the kernel fill every buffer. */\n\tgoto fallback_syscall;\n\n" + old, 1)
+    msg = f"vdso: getrandom: Always use the syscall\n\nA slower vDSO getrandom(), on purpose.\n\nSigned-off-by: {AUTHOR}\n"
+    tip = commit(linux, linux_head, {SRC: new}, msg, author=AUTHOR)
+    return format_patch(linux, linux_head, tip, tmp_path_factory.mktemp("series") / "fallback.mbox"), tip
+
+
+def _qemu_running() -> list[str]:
+    out = subprocess.run(["pgrep", "-a", "-f", "qemu-system"], capture_output=True, text=True).stdout
+    return [ln for ln in out.splitlines() if "pgrep" not in ln]
+
+
+def _runs(doc: dict) -> dict[tuple[str, str, str], dict]:
+    return {(r["name"], r["tree"], r["env"]): r for r in doc["selftests"]}
+
+
+def test_the_patched_kernel_is_tested_in_a_guest(linux: Path, linux_head: str, fallback: tuple[Path, str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    mbox, _ = fallback
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    before = git(linux, "status", "--porcelain"), git(linux, "worktree", "list")
+    result = review(mbox, "--tree", linux, "--tests", TEST, "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch",
+                    "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    doc = result.json()
+    runs = _runs(doc)
+    # The patched commit is the one `git am` made in the review's worktree: not TIP, and not the base.
+    patched = runs[("vm:kernel-build", "patched", "-")]["where"].split()[1]
+    assert len(patched) == 12 and patched != linux_head[:12]
+    for tree, c in (("base", linux_head), ("patched", patched)):
+        built = runs[("vm:kernel-build", tree, "-")]
+        assert built["result"] == "pass" and built["where"] == f"built {c[:12]} x86_64", built
+        for env in ("plain", "timens"):
+            r = runs[(TEST, tree, env)]
+            assert r["where"] in (f"booted {c[:12]} x86_64 tcg", f"booted {c[:12]} x86_64 kvm"), r
+    for env in ("plain", "timens"):
+        assert runs[(TEST, "base", env)]["result"] == "pass", runs[(TEST, "base", env)]
+        assert runs[(TEST, "patched", env)]["result"] == "fail", runs[(TEST, "patched", env)]
+        assert f"Bail out! {CHECK}" in runs[(TEST, "patched", env)]["reason"]  # the test's own words, in the report
+    errors = [f for f in doc["findings"] if f["level"] == "error"]
+    assert [f["rule"] for f in errors] == ["selftests", "selftests"], errors
+    assert all("on the patched tree" in f["message"] and "pass on base" in f["message"] for f in errors), errors
+    assert not any(f["rule"] == "selftests/host-kernel" for f in doc["findings"])
+    assert not any(f["rule"] == "vm" for f in doc["findings"]), doc["findings"]  # no fault, and the fragment was kept whole
+    assert _qemu_running() == []
+    assert (git(linux, "status", "--porcelain"), git(linux, "worktree", "list")) == before
+    result.assert_nothing_left()
+
+
+def test_on_the_host_the_change_cannot_show(linux: Path, fallback: tuple[Path, str], tmp_path: Path) -> None:
+    mbox, _ = fallback
+    result = review(mbox, "--tree", linux, "--tests", TEST, "--run-on", "host", "--bench-runs", "0", "--no-checkpatch",
+                    "--format", "json", tmp=tmp_path / "tmp")
+    assert result.rc == ExitStatus.OK, result.stderr
+    doc = result.json()
+    runs = _runs(doc)
+    assert runs[(TEST, "base", "plain")]["result"] == runs[(TEST, "patched", "plain")]["result"] == "pass"
+    here = f"host {os.uname().release} {os.uname().machine}"
+    assert {r["where"] for r in doc["selftests"]} == {here}
+    caveat = [f for f in doc["findings"] if f["rule"] == "selftests/host-kernel"]
+    assert len(caveat) == 1 and SRC in caveat[0]["message"] and "--run-on host" in caveat[0]["hint"], caveat
+    assert not any(r["name"].startswith("vm:") for r in doc["selftests"])
+
+
+@pytest.fixture(scope="module")
+def panicking(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = show(linux, linux_head, "init/main.c")
+    old = "\tkernel_init_freeable();\n"
+    assert src.count(old) == 1
+    new = src.replace(old, old + '\tpanic("reviewer test: a panic on purpose");\n', 1)
+    msg = f"init: Panic on purpose\n\nA kernel that dies before its init runs.\n\nSigned-off-by: {AUTHOR}\n"
+    tip = commit(linux, linux_head, {"init/main.c": new}, msg, author=AUTHOR)
+    return format_patch(linux, linux_head, tip, tmp_path_factory.mktemp("series") / "panic.mbox")
+
+
+def test_a_panicking_kernel_is_one_finding_quoting_its_console(linux: Path, panicking: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    result = review(panicking, "--tree", linux, "--tests", TEST, "--bench-runs", "0", "--no-checkpatch", "--format", "json",
+                    tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    doc = result.json()
+    runs = _runs(doc)
+    assert runs[(TEST, "base", "plain")]["result"] == "pass"
+    patched = runs[(TEST, "patched", "plain")]
+    assert patched["result"] == "error"
+    assert patched["reason"] == "not run: the kernel died: Kernel panic - not syncing: reviewer test: a panic on purpose"
+    errors = [f for f in doc["findings"] if f["level"] == "error"]
+    assert len(errors) == 1, errors  # the panic, said once: not again as a failing test
+    (panic,) = errors
+    assert panic["rule"] == "vm" and panic["message"] == "the patched kernel: Kernel panic - not syncing: reviewer test: a panic on purpose"
+    assert any("kernel_init" in line for line in panic["quote"]), panic["quote"]
+    assert _qemu_running() == []
+    result.assert_nothing_left()
+
+
+def test_ctrl_c_while_a_guest_runs_leaves_no_qemu(linux: Path, fallback: tuple[Path, str], tmp_path: Path) -> None:
+    mbox, _ = fallback
+    tmp = tmp_path / "tmp"
+    run = start(mbox, "--tree", linux, "--tests", TEST, "--bench-runs", "0", "--no-checkpatch", "--format", "json", tmp=tmp,
+                env={"REVIEWER_BOOT_CACHE": CACHE})
+    wait_until(run, lambda: bool(_qemu_running()), timeout=900, what="a guest's QEMU")
+    run.send(signal.SIGINT)
+    rc, took = run.finish(timeout=120)
+    print(f"\nCtrl-C with a guest running: exited after {took:.2f} s")
+    assert rc == ExitStatus.INTERRUPTED, run.stderr
+    assert _qemu_running() == []
+    assert processes_in(tmp) == []
+    # What the interrupted run could not remove at once (a worktree it moved aside) goes with the next run.
+    after = start(mbox, "--tree", linux, "--no-tests", "--no-checkpatch", "--format", "json", tmp=tmp)
+    assert after.finish(timeout=300)[0] == ExitStatus.OK, after.stderr
+    assert list(tmp.iterdir()) == []
+
+
+def test_a_hung_test_in_a_guest_is_killed_at_its_timeout(linux: Path, linux_head: str, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
+    src = show(linux, linux_head, path)
+    old = "\tksft_print_header();\n"
+    assert src.count(old) == 1
+    tip = commit(linux, linux_head, {path: src.replace(old, old + "\tfor (;;)\n\t\tpause();\n", 1)},
+                 f"selftests/vDSO: Hang on purpose\n\nA test that never ends.\n\nSigned-off-by: {AUTHOR}\n", author=AUTHOR)
+    mbox = format_patch(linux, linux_head, tip, tmp_path / "hang.mbox")
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    result = review(mbox, "--tree", linux, "--tests", TEST, "--run-on", "vm", "--test-timeout", "5", "--bench-runs", "0",
+                    "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    runs = _runs(result.json())
+    assert runs[(TEST, "base", "plain")]["result"] == "pass"
+    hung = runs[(TEST, "patched", "plain")]
+    assert hung["result"] == "timeout" and hung["reason"].startswith("killed after 5s (--test-timeout"), hung
+    assert 5 <= hung["seconds"] < 15 and hung["where"].startswith("booted "), hung
+    assert _qemu_running() == []
+    result.assert_nothing_left()

@@ -1,0 +1,70 @@
+"""The guest's script, run here by bash exactly as the guest runs it (no VM needed to check what it writes)."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from reviewer.vm import guest
+
+
+def _run(tmp_path: Path, jobs: list[guest.Job]) -> list[guest.Ran | None]:
+    results = tmp_path / "results"
+    results.mkdir()
+    script = results / "run.sh"
+    script.write_text(guest.script(jobs, results))
+    done = subprocess.run(["bash", str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[0] == "reviewer-guest: start" and done.stdout.splitlines()[-1] == "reviewer-guest: done"
+    return [guest._read(results, n, job) for n, job in enumerate(jobs)]
+
+
+def test_each_job_runs_from_its_directory_with_its_exit_status(tmp_path: Path) -> None:
+    here = tmp_path / "a dir with 'quotes' and spaces"
+    here.mkdir()
+    (here / "t.sh").write_text("#!/bin/sh\necho from $(basename \"$PWD\"); echo to stderr >&2; exit 4\n")
+    (here / "t.sh").chmod(0o755)
+    ran = _run(tmp_path, [guest.Job(here, ("./t.sh",), "plain", 10), guest.Job(here, ("sh", "-c", "exit 0"), "plain", 10)])
+    first, second = ran
+    assert first is not None and second is not None
+    assert first.returncode == 4 and not first.timed_out
+    assert first.output.splitlines() == [f"from {here.name}", "to stderr"]
+    assert second.returncode == 0 and 0 <= second.seconds < 5
+
+
+def test_a_job_past_its_timeout_is_killed_and_the_next_one_still_runs(tmp_path: Path) -> None:
+    ran = _run(tmp_path, [guest.Job(tmp_path, ("sleep", "30"), "plain", 1), guest.Job(tmp_path, ("echo", "next"), "plain", 10)])
+    slow, after = ran
+    assert slow is not None and slow.timed_out and slow.returncode == 124 and 1 <= slow.seconds < 10
+    assert after is not None and after.output == "next\n"
+
+
+def test_a_test_that_exits_124_quickly_did_not_time_out(tmp_path: Path) -> None:
+    (ran,) = _run(tmp_path, [guest.Job(tmp_path, ("sh", "-c", "exit 124"), "plain", 30)])
+    assert ran is not None and ran.returncode == 124 and not ran.timed_out
+
+
+def test_timens_jobs_run_a_year_ahead(tmp_path: Path) -> None:
+    (ran,) = _run(tmp_path, [guest.Job(tmp_path, ("cat", "/proc/uptime", "/proc/self/timens_offsets"), "timens", 10)])
+    assert ran is not None and ran.returncode == 0, ran
+    uptime = float(ran.output.split()[0])
+    assert uptime > 365 * 24 * 3600
+    assert "boottime     31536000" in ran.output
+
+
+def test_a_job_the_guest_never_finished_reads_as_not_run(tmp_path: Path) -> None:
+    job = guest.Job(tmp_path, ("true",), "plain", 10)
+    (tmp_path / "0.rc").write_text("garbage\n")
+    assert guest._read(tmp_path, 0, job) is None
+    assert guest._read(tmp_path, 1, job) is None  # no status file at all
+    link = tmp_path / "2.rc"
+    link.symlink_to("/etc/hostname")
+    assert guest._read(tmp_path, 2, job) is None  # what the guest wrote is never followed through a link
+
+
+def test_the_vng_command_has_no_network_and_shares_only_what_it_is_given(tmp_path: Path) -> None:
+    argv = guest.command(Path("/k/bzImage"), tmp_path / "run.sh", [Path("/t/wt"), Path("/t/results"), Path("/t/wt")], "tcg")
+    assert "--network" not in argv and "-n" not in argv
+    assert [a for a in argv if a.startswith("--rwdir")] == ["--rwdir=/t/wt", "--rwdir=/t/results"]
+    assert "--disable-kvm" in argv and "--force-9p" in argv
+    assert argv[argv.index("--exec") + 1] == f"bash {tmp_path}/run.sh"
+    assert "--disable-kvm" not in guest.command(Path("/k/bzImage"), tmp_path / "run.sh", [], "kvm")
