@@ -15,8 +15,11 @@ On the 6.12 tree, for x86_64 (the one guest built so far; the other architecture
   worktree, and one `vng --exec` per kernel running the test plainly and in `unshare -r -T`.
 - with --cold: the first build of the guest kernel, an empty cache and ccache against an empty build
   directory and ccache by hand (10-18 min each at -j2).
-The kernel cache is a directory of its own under /var/tmp (kept between runs of this script, so
-that only --cold pays for a first build); the user's is not touched. Times are as noisy as the
+Without --cold the kernel cache is the test suite's (REVIEWER_BOOT_CACHE, default
+/var/tmp/reviewer-boot-6.12: its guest build directory and ccache are warm after the real tier),
+and the hand build directory (kept under /var/tmp/reviewer-bench-vm) compiles with the same ccache,
+so only --cold pays for a first build; with --cold both start from empty directories there. The
+user's cache is not touched. Times are as noisy as the
 machine is busy: the load average is printed.
 """
 from __future__ import annotations
@@ -94,7 +97,9 @@ def main() -> None:
     repo = kernel()
     base = git(repo, "rev-parse", "HEAD").strip()
     WORK.mkdir(parents=True, exist_ok=True)
-    cache, hand = WORK / "cache", WORK / "hand"
+    shared = Path(os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12"))
+    cache, hand = (WORK / "cache", WORK / "hand") if args.cold else (shared, WORK / "hand")
+    hand_ccache = hand / "ccache" if args.cold else shared / "ccache"
     lines = guest_kernel.fragment(repo, ["vDSO"])
     git_dir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
     print(f"load average before: {os.getloadavg()}")
@@ -107,7 +112,7 @@ def main() -> None:
     same = commit(repo, base, {}, f"Bench base {stamp}\n\nThe base's tree under a new commit.\n", author=AUTHOR)
     first = kernels(git_dir, {"base": same}, lines, cache, 7200)
     src = hand_tree(repo, base, hand / "src")
-    hand_first = hand_build(src, hand / "out", lines, hand / "ccache")
+    hand_first = hand_build(src, hand / "out", lines, hand_ccache)
     if args.cold:
         ours = first.runs[0].seconds
         rows += [("cold guest kernel: by hand (tinyconfig + fragment + make)", hand_first, None, "anchor"),
@@ -116,18 +121,18 @@ def main() -> None:
     patched = change(repo, base, stamp + 1)
     inc = kernels(git_dir, {"patched": patched}, lines, cache, 7200)
     (src / SRC).write_text(show(repo, patched, SRC))
-    hand_inc = hand_build(src, hand / "out", lines, hand / "ccache")
+    hand_inc = hand_build(src, hand / "out", lines, hand_ccache)
     ours_inc = inc.runs[0].seconds
     rows += [("incremental (lib/vdso change): by hand, make -j2 bzImage", hand_inc, None, "anchor"),
              ("incremental: reviewer.vm.kernels (checkout + sandboxed make)", ours_inc, ours_inc / hand_inc, "")]
     image = inc.images["patched"]
     assert image is not None, inc.findings
     # Boot to the first test.
-    shared = WORK / "shared"
-    shared.mkdir(exist_ok=True)
-    by_hand = statistics.median(vng(image, "true", [shared]) for _ in range(RUNS))
+    share = WORK / "shared"
+    share.mkdir(exist_ok=True)
+    by_hand = statistics.median(vng(image, "true", [share]) for _ in range(RUNS))
     sandbox = Sandbox(WORK / "scratch")
-    ours_boot = statistics.median(guest.run(image, [guest.Job(shared, ("true",), "plain", 30)], [shared], sandbox).seconds
+    ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox).seconds
                                   for _ in range(RUNS))
     rows += [("boot to the first test: vng --exec true, by hand", by_hand, None, f"anchor, median of {RUNS}"),
              ("boot to the first test: reviewer.vm.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
@@ -135,7 +140,8 @@ def main() -> None:
     mbox = format_patch(repo, base, patched, WORK / "series.mbox")
     home = WORK / "home"
     shutil.rmtree(home, ignore_errors=True)
-    environ = {**env(home), "REVIEWER_BOOT_CACHE": str(cache), "TMPDIR": str(WORK / "tmp")}
+    environ = {**env(home), "REVIEWER_BOOT_CACHE": str(cache), "TMPDIR": str(WORK / "tmp"),
+               "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo))}
     (WORK / "tmp").mkdir(exist_ok=True)
     review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--env", "plain,timens",
               "--bench-runs", "0", "--no-checkpatch", "--format", "json"]
@@ -146,7 +152,7 @@ def main() -> None:
     where = sorted({r["where"] for r in doc["selftests"]})
     base_image = first.images["base"]
     assert base_image is not None, first.findings
-    hand_review = hand_workflow(repo, base, patched, hand, lines, base_image)
+    hand_review = hand_workflow(repo, base, patched, hand, lines, base_image, hand_ccache)
     rows += [("whole review by hand: make, 2 selftest builds, 2 vng --exec", hand_review, None, "anchor"),
              ("whole review: review --tests vDSO:vdso_test_getrandom", ours_review, ours_review / hand_review,
               f"exit {done.returncode}; ran on {'; '.join(where)}")]
@@ -156,11 +162,11 @@ def main() -> None:
     print(f"load average after: {os.getloadavg()}")
 
 
-def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[str, ...], base_image: Path) -> float:
+def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[str, ...], base_image: Path, ccache: Path) -> float:
     """What a reviewer types: the patched kernel's incremental make, the selftests in two trees, a vng run per kernel."""
     start = time.perf_counter()
     src = hand_tree(repo, patched, hand / "src")
-    hand_build(src, hand / "out", lines, hand / "ccache")
+    hand_build(src, hand / "out", lines, ccache)
     trees = {"base": hand_tree(repo, base, hand / "wt-base"), "patched": hand_tree(repo, patched, hand / "wt-patched")}
     for wt in trees.values():
         timed(["make", "-C", str(wt / "tools/testing/selftests"), "TARGETS=vDSO", f"-j{JOBS}"])
