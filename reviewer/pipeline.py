@@ -499,6 +499,7 @@ def _run_tests(applied: _Applied, request: Request, in_vm: bool = False) -> self
 def _guest_kernels(applied: _Applied, request: Request) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
     from reviewer import kbuild, vm
+    from reviewer.run import ending
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
     from reviewer.vm import guest, kernel
@@ -507,8 +508,6 @@ def _guest_kernels(applied: _Applied, request: Request) -> tuple[inguest.Kernels
     assert request.tree is not None
     commits = {"base": applied.base.commit, "patched": tree_git.git(applied.patched, "rev-parse", "HEAD").strip()}
     dirs = sorted({c.ref.dir for c in run.chosen})
-    from reviewer.run import ending
-
     ending.say(f"selftests in the series' kernels: {vm.cost(request.envs, request.bench_runs)}")
     made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs),
                       kbuild.cache_for(request.tree), request.build_timeout, run.progress)

@@ -23,9 +23,9 @@ RUN_ON = ("auto", "host", "vm")
 # What the kernel is not built from: a series changing only these is tested as it should be on the host.
 NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
 GUEST_ARCHES = {"x86_64": "x86"}  # the guests this machine can boot with virtme-ng, and their arch/ directory
-# The commands a guest needs, and the Debian packages (or PyPI project) that bring them.
-TOOLS = {"vng": "virtme-ng (pip)", "qemu-system-x86_64": "qemu-system-x86", "udevadm": "udev",
-         "make": "make", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc"}
+# The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
+# and the Debian package or PyPI project that brings each.
+GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
 
 
 @dataclass(frozen=True)
@@ -63,10 +63,18 @@ def decide(touched: Sequence[str], asked: str, tree: Path) -> Decision:
         return Decision(False, why, f"no {arch} guest can be booted here yet (this machine boots {', '.join(GUEST_ARCHES)} guests)")
     if not (tree / "arch" / GUEST_ARCHES[arch] / "Makefile").is_file():
         return Decision(False, why, f"{tree} is not a kernel tree with arch/{GUEST_ARCHES[arch]}/ (its kernel cannot be built)")
-    if missing := [t for t in TOOLS if tool(t) is None]:
-        pkgs = ", ".join(dict.fromkeys(TOOLS[t] for t in missing))
+    tools = _tools()
+    if missing := [t for t in tools if tool(t) is None]:
+        pkgs = ", ".join(dict.fromkeys(tools[t] for t in missing))
         return Decision(False, why, f"booting a guest needs {', '.join(missing)} (install {pkgs})")
     return Decision(True, why)
+
+
+def _tools() -> dict[str, str]:
+    """Every command a guest needs: vng and QEMU first (what the message names first), then the rest."""
+    from reviewer.boot import qemu, runner
+
+    return {"vng": GUEST_TOOLS["vng"], qemu.QEMU: runner.TOOLS[qemu.QEMU], **GUEST_TOOLS, **runner.TOOLS}
 
 
 def tool(name: str) -> str | None:
