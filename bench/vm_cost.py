@@ -2,13 +2,15 @@
 """What running the selftests in the series' kernels costs (issue 17), per architecture, against doing
 the same by hand with virtme-ng (the anchor).
 
-On the 6.12 tree, for x86_64 (the one guest built so far; the other architectures print why not):
-- incremental kernel build: a one-line change to lib/vdso/getrandom.c on top of a built base.
+On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le; the others print why not):
+- incremental kernel build: a one-line change to the vDSO's getrandom() (lib/vdso/getrandom.c for
+  x86_64, arch/powerpc/kernel/vdso/vgetrandom.c for ppc64le) on top of a built base.
   Ours: reviewer.vm.kernels() for a new commit (the cache's build directory, the sandbox, ccache).
-  By hand: the same change in a checkout, `make O=DIR -j2 bzImage` in a build directory of the same
-  configuration (make's timestamps rebuild what changed).
+  By hand: the same change in a checkout, `make O=DIR -j2 bzImage` (ppc64le: ARCH=powerpc
+  CROSS_COMPILE=powerpc64le-linux-gnu- vmlinux) in a build directory of the same configuration.
 - boot to the first test: ours, reviewer.vm.guest.run() of one job (`true`) in the sandbox; by hand,
-  `vng --run IMAGE --disable-kvm --force-9p --exec true`. Median of RUNS (default 3).
+  `vng --run IMAGE --disable-kvm --force-9p --exec true` (ppc64le: with `--arch ppc64el --root`, a
+  copy of the guest root `review guest-root ppc64le` made). Median of RUNS (default 3).
 - the whole review of that vDSO series, kernels cached from the steps before:
   `review MBOX --tree LINUX --tests vDSO:vdso_test_getrandom --env plain,timens --bench-runs 0`;
   by hand: the patched kernel's incremental make, the vDSO selftests built in a base and a patched
@@ -30,21 +32,25 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 from _common import AUTHOR, BIN, env, kernel, table
 
 from reviewer.run.sandbox import Sandbox
-from reviewer.vm import guest, kernels
+from reviewer.vm import guest, kernels, root
 from reviewer.vm import kernel as guest_kernel
+from reviewer.vm.arches import GUESTS, GuestArch
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 WORK = Path(os.environ.get("REVIEWER_BENCH_VM", "/var/tmp/reviewer-bench-vm"))
-SRC = "lib/vdso/getrandom.c"
 RUNS = int(os.environ.get("RUNS", "3"))
 JOBS = 2
+# Per architecture: the vDSO file the bench series changes, and the line a change goes after.
+CHANGE = {
+    "x86_64": ("lib/vdso/getrandom.c", "\tu32 counter[2] = { 0 };\n"),
+    "ppc64le": ("arch/powerpc/kernel/vdso/vgetrandom.c", "\t\t\t     size_t opaque_len, const struct vdso_rng_data *vd)\n{\n"),
+}
 
 
 def timed(argv: list[str], cwd: Path | None = None, environ: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> float:
@@ -55,10 +61,13 @@ def timed(argv: list[str], cwd: Path | None = None, environ: dict[str, str] | No
     return time.perf_counter() - start
 
 
-def change(repo: Path, base: str, n: int) -> str:
-    """A new commit on BASE with one more line in lib/vdso/getrandom.c (N makes each commit, and image, new)."""
-    text = show(repo, base, SRC).replace("\tu32 counter[2] = { 0 };\n", f"\tu32 counter[2] = {{ 0 }};\n\tbarrier(); /* bench {n} */\n", 1)
-    return commit(repo, base, {SRC: text}, f"vdso: getrandom: Bench change {n}\n\nSigned-off-by: {AUTHOR}\n", author=AUTHOR)
+def change(repo: Path, base: str, n: int, arch: GuestArch) -> str:
+    """A new commit on BASE with one more line in ARCH's vDSO getrandom() (N makes each commit, and image, new)."""
+    src, after = CHANGE[arch.name]
+    text = show(repo, base, src)
+    assert after in text, (src, after)
+    text = text.replace(after, f"{after}\tbarrier(); /* bench {n} */\n", 1)
+    return commit(repo, base, {src: text}, f"vdso: getrandom: Bench change {n}\n\nSigned-off-by: {AUTHOR}\n", author=AUTHOR)
 
 
 def hand_tree(repo: Path, rev: str, where: Path) -> Path:
@@ -68,71 +77,97 @@ def hand_tree(repo: Path, rev: str, where: Path) -> Path:
     return where
 
 
-def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path) -> float:
-    """`make tinyconfig`, the fragment, olddefconfig (once per directory), then `make -j2 bzImage`: seconds of the whole."""
+def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch: GuestArch) -> float:
+    """`make tinyconfig`, the fragment, olddefconfig (once per directory), then `make -j2 bzImage` (or the
+    arch's target): seconds of the whole."""
     environ = {**os.environ, "CCACHE_DIR": str(ccache)}
-    make = ["make", "-C", str(src), f"O={out}", "ARCH=x86_64", "CC=ccache gcc"]
+    make = ["make", "-C", str(src), f"O={out}", *arch.make_vars(True)]
     start = time.perf_counter()
     if not (out / ".config").is_file():
         timed([*make, "tinyconfig"], environ=environ)
         with (out / ".config").open("a") as f:
             f.write("\n".join(lines) + "\n")
         timed([*make, "olddefconfig"], environ=environ)
-    timed([*make, f"-j{JOBS}", "bzImage"], environ=environ)
+    timed([*make, f"-j{JOBS}", arch.make_target], environ=environ)
     return time.perf_counter() - start
 
 
-def vng(image: Path, command: str, shared: list[Path]) -> float:
+def vng(image: Path, command: str, shared: list[Path], arch: GuestArch) -> float:
+    """By hand: `vng --exec COMMAND`, SHARED read-write; another architecture boots a root made as a
+    reviewer would (a copy of the guest root with the shared directories copied inside)."""
     vng_bin = str(BIN / "vng")
-    rw = [f"--rwdir={p}" for p in shared]
     environ = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
-    return timed([vng_bin, "--run", str(image), "--disable-kvm", "--force-9p", "--memory", "1G", "--cpus", "1", *rw,
-                  "--exec", command], environ=environ, ok=(0, 1))
+    foreign: list[str] = []
+    if not arch.native:
+        hand_root = WORK / f"root-{arch.name}"
+        shutil.rmtree(hand_root, ignore_errors=True)
+        subprocess.run(["cp", "-a", str(root.location(arch)), str(hand_root)], check=True)
+        for d in shared:
+            (hand_root / d.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
+            subprocess.run(["cp", "-a", str(d), str((hand_root / d.relative_to("/")).parent)], check=True)
+        shared = [hand_root / d.relative_to("/") for d in shared]
+        foreign = ["--arch", arch.deb, "--root", str(hand_root)]
+    rw = [f"--rwdir={p}" for p in shared]
+    return timed([vng_bin, "--run", str(image), *foreign, "--disable-kvm", "--force-9p", "--memory", "1G", "--cpus", "1", *rw,
+                  "--exec", command], environ=environ, ok=(0, 1) if arch.native else (0, 1, 255))  # 255: the console
+    # fallback (a root without udev has no /dev/virtio-ports) does not bring the command's status back
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cold", action="store_true", help="also time the first build of the guest kernel, ours and by hand")
+    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le)")
     args = ap.parse_args()
+    print(f"load average before: {os.getloadavg()}")
+    for name in args.arch.split(","):
+        one(GUESTS[name], args.cold)
+    for name in ("ppc32", "loongarch", "arm64", "riscv64", "s390x"):
+        print(f"  {name}: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
+    print(f"load average after: {os.getloadavg()}")
+
+
+def one(arch: GuestArch, cold: bool) -> None:
+    """The rows of one guest architecture."""
     repo = kernel()
     base = git(repo, "rev-parse", "HEAD").strip()
     WORK.mkdir(parents=True, exist_ok=True)
     shared = Path(os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12"))
-    cache, hand = (WORK / "cache", WORK / "hand") if args.cold else (shared, WORK / "hand")
-    hand_ccache = hand / "ccache" if args.cold else shared / "ccache"
-    lines = guest_kernel.fragment(repo, ["vDSO"])
+    hand = WORK / ("hand" if arch.native else f"hand-{arch.name}")
+    cache = WORK / "cache" if cold else shared
+    hand_ccache = hand / "ccache" if cold else shared / "ccache"
+    lines = guest_kernel.fragment(repo, ["vDSO"], arch)
     git_dir = Path(git(repo, "rev-parse", "--absolute-git-dir").strip())
-    print(f"load average before: {os.getloadavg()}")
     rows: list[tuple[str, float, float | None, str]] = []
-    if args.cold:
+    if cold:
         shutil.rmtree(cache, ignore_errors=True)
         shutil.rmtree(hand, ignore_errors=True)
     stamp = int(time.time())
     # The first build (cold with --cold; else whatever the kept directories need to reach the base).
     same = commit(repo, base, {}, f"Bench base {stamp}\n\nThe base's tree under a new commit.\n", author=AUTHOR)
-    first = kernels(git_dir, {"base": same}, lines, cache, 7200)
+    first = kernels(git_dir, {"base": same}, lines, cache, 7200, arch=arch)
     src = hand_tree(repo, base, hand / "src")
-    hand_first = hand_build(src, hand / "out", lines, hand_ccache)
-    if args.cold:
+    hand_first = hand_build(src, hand / "out", lines, hand_ccache, arch)
+    if cold:
         ours = first.runs[0].seconds
         rows += [("cold guest kernel: by hand (tinyconfig + fragment + make)", hand_first, None, "anchor"),
                  ("cold guest kernel: reviewer.vm.kernels", ours, ours / hand_first, "")]
     # Incremental: the one-line vDSO change on top of the base just built.
-    patched = change(repo, base, stamp + 1)
-    inc = kernels(git_dir, {"patched": patched}, lines, cache, 7200)
-    (src / SRC).write_text(show(repo, patched, SRC))
-    hand_inc = hand_build(src, hand / "out", lines, hand_ccache)
+    patched = change(repo, base, stamp + 1, arch)
+    inc = kernels(git_dir, {"patched": patched}, lines, cache, 7200, arch=arch)
+    changed = CHANGE[arch.name][0]
+    (src / changed).write_text(show(repo, patched, changed))
+    hand_inc = hand_build(src, hand / "out", lines, hand_ccache, arch)
     ours_inc = inc.runs[0].seconds
-    rows += [("incremental (lib/vdso change): by hand, make -j2 bzImage", hand_inc, None, "anchor"),
+    rows += [(f"incremental (vDSO change): by hand, make -j2 {arch.make_target}", hand_inc, None, "anchor"),
              ("incremental: reviewer.vm.kernels (checkout + sandboxed make)", ours_inc, ours_inc / hand_inc, "")]
     image = inc.images["patched"]
     assert image is not None, inc.findings
     # Boot to the first test.
     share = WORK / "shared"
     share.mkdir(exist_ok=True)
-    by_hand = statistics.median(vng(image, "true", [share]) for _ in range(RUNS))
+    by_hand = statistics.median(vng(image, "true", [share], arch) for _ in range(RUNS))
     sandbox = Sandbox(WORK / "scratch")
-    ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox).seconds
+    ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
                                   for _ in range(RUNS))
     rows += [("boot to the first test: vng --exec true, by hand", by_hand, None, f"anchor, median of {RUNS}"),
              ("boot to the first test: reviewer.vm.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
@@ -141,7 +176,8 @@ def main() -> None:
     home = WORK / "home"
     shutil.rmtree(home, ignore_errors=True)
     environ = {**env(home), "REVIEWER_BOOT_CACHE": str(cache), "TMPDIR": str(WORK / "tmp"),
-               "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo))}
+               "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo)),
+               "REVIEWER_GUEST_ROOTS": str(root.location(arch).parent)}
     (WORK / "tmp").mkdir(exist_ok=True)
     review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--env", "plain,timens",
               "--bench-runs", "0", "--no-checkpatch", "--format", "json"]
@@ -152,31 +188,32 @@ def main() -> None:
     where = sorted({r["where"] for r in doc["selftests"]})
     base_image = first.images["base"]
     assert base_image is not None, first.findings
-    hand_review = hand_workflow(repo, base, patched, hand, lines, base_image, hand_ccache)
+    hand_review = hand_workflow(repo, base, patched, hand, lines, base_image, hand_ccache, arch)
     rows += [("whole review by hand: make, 2 selftest builds, 2 vng --exec", hand_review, None, "anchor"),
              ("whole review: review --tests vDSO:vdso_test_getrandom", ours_review, ours_review / hand_review,
               f"exit {done.returncode}; ran on {'; '.join(where)}")]
-    table("x86_64 guests (TCG), 6.12 tree, 2 cores", rows, runs=1)
-    for arch in ("ppc64le", "ppc32", "loongarch", "arm64", "riscv64", "s390x"):
-        print(f"  {arch}: no guest is built yet (reviewer/vm boots x86_64 only): nothing to time")
-    print(f"load average after: {os.getloadavg()}")
+    table(f"{arch.name} guests (TCG), 6.12 tree, 2 cores", rows, runs=1)
 
 
-def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[str, ...], base_image: Path, ccache: Path) -> float:
-    """What a reviewer types: the patched kernel's incremental make, the selftests in two trees, a vng run per kernel."""
+def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[str, ...], base_image: Path, ccache: Path,
+                  arch: GuestArch) -> float:
+    """What a reviewer types: the patched kernel's incremental make, the selftests in two trees (cross-built,
+    after `make headers`, for another architecture), a vng run per kernel."""
     start = time.perf_counter()
     src = hand_tree(repo, patched, hand / "src")
-    hand_build(src, hand / "out", lines, ccache)
+    hand_build(src, hand / "out", lines, ccache, arch)
     trees = {"base": hand_tree(repo, base, hand / "wt-base"), "patched": hand_tree(repo, patched, hand / "wt-patched")}
     for wt in trees.values():
-        timed(["make", "-C", str(wt / "tools/testing/selftests"), "TARGETS=vDSO", f"-j{JOBS}"])
-    images = {"base": base_image, "patched": hand / "out/arch/x86/boot/bzImage"}
+        if not arch.native:
+            timed(["make", "-C", str(wt), *arch.test_vars(), "headers", f"-j{JOBS}"])
+        timed(["make", "-C", str(wt / "tools/testing/selftests"), *arch.test_vars(), "TARGETS=vDSO", f"-j{JOBS}"])
+    images = {"base": base_image, "patched": hand / "out" / arch.image}
     for label, wt in trees.items():
         d = wt / "tools/testing/selftests/vDSO"
         vng(images[label], f"cd {d} && ./vdso_test_getrandom; unshare -r -T --boottime 31536000 --monotonic 31536000 ./vdso_test_getrandom",
-            [d])
+            [d], arch)
     return time.perf_counter() - start
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
+    from reviewer.vm.arches import GuestArch
 
 
 
@@ -399,13 +400,13 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     from reviewer.selftests import stage as selftest_stage
 
     assert request.tree is not None
-    where = vm.decide(series.touched, request.run_on, request.tree)
+    where = vm.decide(series.touched, request.run_on, request.tree, request.arches)
     if where.missing and request.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
         run.findings.append(Finding(vm.RULE, Level.INFO, f"the selftests were not run: {where.missing}",
                                     hint="--run-on host runs them on this machine's kernel"))
         return skipped(f"would run {names} in the series' kernels, but {where.missing}")
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked again before anything runs
-    outcome = _run_tests(_Applied(run, series, base, patched), request, where.vm)
+    outcome = _run_tests(_Applied(run, series, base, patched), request, where.arch if where.vm else None)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
     if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where.missing or where.why):
@@ -479,9 +480,9 @@ class _Applied:
     patched: Path
 
 
-def _run_tests(applied: _Applied, request: Request, in_vm: bool = False) -> selftest_stage.SelftestResults:
+def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = None) -> selftest_stage.SelftestResults:
     """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests);
-    IN_VM: each in its own kernel, built from the tree's commit and booted."""
+    IN_VM: each in its own kernel of that architecture, built from the tree's commit and booted."""
     from reviewer.selftests import stage as selftest_stage
 
     run = applied.run
@@ -489,14 +490,14 @@ def _run_tests(applied: _Applied, request: Request, in_vm: bool = False) -> self
     base_wt = run.stack.enter_context(_worktree(run, applied.series, request.tree, applied.base.commit))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     trees = {"base": base_wt, "patched": applied.patched}
-    kernels, early = _guest_kernels(applied, request) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
+    kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
                                dict(request.test_env), request.benchmarks, request.test_timeout, kernels)
     out = selftest_stage.run(plan, trees, scratch, run.progress)
     return selftest_stage.SelftestResults((*early.runs, *out.runs), out.benchmarks, (*early.findings, *out.findings))
 
 
-def _guest_kernels(applied: _Applied, request: Request) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
+def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
     from reviewer import kbuild, vm
     from reviewer.run import ending
@@ -508,12 +509,12 @@ def _guest_kernels(applied: _Applied, request: Request) -> tuple[inguest.Kernels
     assert request.tree is not None
     commits = {"base": applied.base.commit, "patched": tree_git.git(applied.patched, "rev-parse", "HEAD").strip()}
     dirs = sorted({c.ref.dir for c in run.chosen})
-    ending.say(f"selftests in the series' kernels: {vm.cost(request.envs, request.bench_runs)}")
-    made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs),
-                      kbuild.cache_for(request.tree), request.build_timeout, run.progress)
-    accel = next((guest.accel_for(i) for i in made.images.values() if i is not None), "-")
-    where = {label: f"booted {c[:12]} x86_64 {accel}" for label, c in commits.items()}
+    ending.say(f"selftests in the series' {arch.name} kernels: {vm.cost(request.envs, request.bench_runs, arch)}")
+    made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs, arch),
+                      kbuild.cache_for(request.tree), request.build_timeout, run.progress, arch)
+    accel = next((guest.accel_for(i, arch) for i in made.images.values() if i is not None), "-")
+    where = {label: f"booted {c[:12]} {arch.name} {accel}" for label, c in commits.items()}
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "guests"
-    both = f"booted x86_64 {accel}: base {commits['base'][:12]}, patched {commits['patched'][:12]}"
-    kernels = inguest.Kernels(made.images, where, both, logs)
+    both = f"booted {arch.name} {accel}: base {commits['base'][:12]}, patched {commits['patched'][:12]}"
+    kernels = inguest.Kernels(made.images, where, both, logs, arch=arch)
     return kernels, selftest_stage.SelftestResults(made.runs, (), made.findings)

@@ -91,10 +91,11 @@ def sparse_patterns(paths: list[str], build: bool = True) -> list[str]:
     For `git am` alone (BUILD false): the top-level files and the touched paths, exactly
     (`git am -3` reads nothing else, 3-way and renames included), and what the boot stage's
     listing reads: KUnit suites beside a touched file and their Makefiles (see kunit_beside()).
-    For a build: the top-level files, the build essentials and the touched directories whole.
+    For a build: the top-level files, the build essentials and the touched directories whole, and
+    each touched architecture's arch/<x>/ whole (the tests may be built for it: `make ARCH=x headers`).
     """
     if build:
-        dirs = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p})
+        dirs = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p} | {"/".join(p.split("/")[:2]) for p in paths if p.startswith("arch/") and p.count("/") >= 2})
         return [*TOP, *BUILD, *(f"/{_literal(d)}/" for d in dirs)]
     return [*TOP, *sorted({f"/{_literal(p)}" for p in paths} | {n for p in paths for n in kunit_beside(p)})]
 

@@ -53,25 +53,27 @@ def fragment(symbols: Iterable[str], env: str) -> tuple[str, ...]:
 
 
 def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_TIMEOUT, jobs: int | None = None,
-          hide: tuple[Path, ...] = ()) -> Build:
+          hide: tuple[Path, ...] = (), variables: tuple[str, ...] | None = None, target: str = "bzImage",
+          image: str = "arch/x86/boot/bzImage") -> Build:
+    """tinyconfig + LINES in OUT, then TARGET (make's VARIABLES: None, the x86_64 host's gcc); the IMAGE it leaves."""
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     ccache_dir(out).mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="reviewer-kbuild-") as scratch:
-        box = Box(Sandbox(Path(scratch) / "home", sandbox_env(out)), src, out, hide)
+        box = Box(Sandbox(Path(scratch) / "home", sandbox_env(out)), src, out, hide, variables)
         try:
             problems = configure(box, lines, timeout)
-            log = box.make(timeout, f"-j{jobs or os.cpu_count() or 1}", "bzImage")
+            log = box.make(timeout, f"-j{jobs or os.cpu_count() or 1}", target)
         except CommandError as exc:
             text = exc.stdout + "\n" + exc.stderr
             err, path, line = first_error(text, src)
             if exc.timeout is not None:
                 err = f"the build timed out after {exc.timeout:g}s"
             return Build(False, time.monotonic() - start, None, lines, _tail(text), err, path, line)
-    image = out / "arch" / "x86" / "boot" / "bzImage"
-    if not _inside(image, out):
-        return Build(False, time.monotonic() - start, None, lines, _tail(log), "the build left no bzImage (or a symlink in its place)")
-    return Build(True, time.monotonic() - start, image, lines, _tail(log), problems=problems)
+    made = out / image
+    if not _inside(made, out):
+        return Build(False, time.monotonic() - start, None, lines, _tail(log), f"the build left no {image} (or a symlink in its place)")
+    return Build(True, time.monotonic() - start, made, lines, _tail(log), problems=problems)
 
 
 def _inside(path: Path, top: Path) -> bool:

@@ -87,10 +87,21 @@ def preflight() -> None:
         raise SelftestError(f"booting in-kernel tests needs {', '.join(missing)}", f"install them: apt-get install {pkgs} libelf-dev")
 
 
-def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
+@dataclass(frozen=True)
+class How:
+    """How a kind of kernel is built: make's variables (None: the x86_64 host's gcc), its target, and the
+    image the target leaves in the build directory."""
+
+    variables: tuple[str, ...] | None = None
+    target: str = "bzImage"
+    image: str = "arch/x86/boot/bzImage"
+
+
+def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float,
+         how: How = How()) -> ab.Side:
     """The kernel of COMMIT in ENV: the cached image, else a build in the env's build directory."""
-    key = hashlib.sha256("\n".join((commit, *lines)).encode()).hexdigest()[:16]
-    image = cache / "images" / f"{commit[:12]}-{env}-{key}.bzImage"
+    key = hashlib.sha256("\n".join((commit, *lines, *(how.variables or ()))).encode()).hexdigest()[:16]
+    image = cache / "images" / f"{commit[:12]}-{env}-{key}.{Path(how.image).name}"
     if image.is_file():
         return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
     srctree.checkout(git, commit, cache / "src")
@@ -99,7 +110,8 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
     if building.exists():
         shutil.rmtree(cache / f"build-{env}", ignore_errors=True)
     building.touch()
-    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout, hide=(git,))  # the user's repository: out of the sandbox's sight
+    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout, hide=(git,),  # the user's repository: out of the sandbox's sight
+                      variables=how.variables, target=how.target, image=how.image)
     building.unlink(missing_ok=True)
     if b.ok and b.image is not None:
         image.parent.mkdir(exist_ok=True)
@@ -145,7 +157,7 @@ def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], slo
 
 
 def _prune(images: Path) -> None:
-    for old in sorted(images.glob("*.bzImage"), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
+    for old in sorted((p for p in images.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
         old.unlink(missing_ok=True)
 
 

@@ -24,7 +24,7 @@ from reviewer.store import dirs
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
 # where it is used.
 
-SUBCOMMANDS = {"demo", "rules", "install-hook", "uninstall-hook", "pre-push"}
+SUBCOMMANDS = {"demo", "rules", "guest-root", "install-hook", "uninstall-hook", "pre-push"}
 
 
 def _fail(message: str, hint: str, status: int) -> int:

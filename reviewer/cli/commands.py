@@ -1,4 +1,4 @@
-"""The commands other than the review itself: rules, demo, install-hook, uninstall-hook, pre-push."""
+"""The commands other than the review itself: rules, demo, guest-root, install-hook, uninstall-hook, pre-push."""
 from __future__ import annotations
 
 import sys
@@ -47,6 +47,20 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
                           envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
         result, error = run(request, fmt, color)
     finish(result, error, fmt=fmt, color=color)
+
+
+@sub_app.command("guest-root", cls=WideHelp, help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
+def guest_root_command(
+    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le.")],
+) -> None:
+    from reviewer.vm import root
+    from reviewer.vm.arches import GUESTS
+
+    g = GUESTS.get(arch)
+    if g is None or g.native:
+        others = ", ".join(n for n, a in GUESTS.items() if not a.native)
+        raise UsageError(f"guest-root {arch!r}: not another architecture's guest", f"choose from: {others} (the machine's own boots its own root)")
+    print(f"review: made the {g.deb} guest root {root.make(g)}")
 
 
 @sub_app.command("install-hook", cls=WideHelp, help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")

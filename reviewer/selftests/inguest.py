@@ -7,6 +7,7 @@ What the guest's console shows of the kernel itself (a panic, an oops, a hang) i
 """
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -18,6 +19,7 @@ from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests.choose import TestRef
 from reviewer.selftests.run import Start, outcome, prepare
 from reviewer.vm import guest
+from reviewer.vm.arches import GUESTS, GuestArch
 
 RULE = "vm"
 NOT_RUN = "not run: "  # the reason of a test its guest never ran (the guest's finding says why)
@@ -32,6 +34,7 @@ class Kernels:
     both: str = ""  # a benchmark's: "booted x86_64 tcg: base c4bac1c88685, patched 0b91cda56707"
     logs: Path | None = None  # the guests' consoles go here, one file per boot
     boot_timeout: float | None = None  # seconds to reach the first test (None: guest.BOOT_ALLOWANCE)
+    arch: GuestArch = GUESTS["x86_64"]  # what the kernels and the tests are built for
 
 
 @dataclass(frozen=True)
@@ -47,12 +50,13 @@ class Batch:
     runs: tuple[TestRun, ...]
     findings: tuple[Finding, ...]
     accel: str = ""
+    kinds: frozenset[str] = frozenset()  # its guest's faults, as kinds(): what the patched side is compared with
 
 
 def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: Sandbox, cap: float = MAX_TEST_SECONDS,
-        tag: str = "", base_ok: bool = True) -> Batch:
+        tag: str = "", known: frozenset[str] = frozenset()) -> Batch:
     """ITEMS on the tree LABEL (worktree WT) in its kernel: a run per item, and the guest's own faults as findings
-    (BASE_OK: the base's guest had none, so the patched one's are the series')."""
+    (KNOWN: the kinds of fault the base's guest showed, which on the patched side are not the series')."""
     image = kernels.images.get(label)
     starts: list[Start | TestRun] = [prepare(wt, i.ref, tree=label, env=i.env, args=i.args, timeout=i.timeout, cap=cap) for i in items]
     if image is None:
@@ -60,7 +64,7 @@ def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: 
     ready = [s for s in starts if isinstance(s, Start)]
     jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
     log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
-    booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log) if jobs else None
+    booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch) if jobs else None
     got = dict(zip((id(s) for s in ready), booted.ran if booted else (), strict=False))
     runs = []
     for s in starts:
@@ -72,8 +76,9 @@ def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: 
             assert booted is not None
             runs.append(TestRun(s.name, label, s.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{fault(booted)}"))
     where = kernels.where.get(label, "")
-    findings = tuple(faults(booted, label, tag, base_ok)) if booted else ()
-    return Batch(tuple(replace(r, where=where) for r in runs), findings, booted.accel if booted else "")
+    findings = tuple(faults(booted, label, tag, known)) if booted else ()
+    return Batch(tuple(replace(r, where=where) for r in runs), findings, booted.accel if booted else "",
+                 run_kinds(booted) if booted else frozenset())
 
 
 def _not_run(start: Start | TestRun, item: Item, label: str, why: str) -> TestRun:
@@ -88,20 +93,38 @@ def fault(booted: guest.GuestRun) -> str:
         return f"the guest was killed after {booted.seconds:.0f}s (hung?): last line: {console.last_line(booted.console)}"
     if splats := console.splats(booted.console):
         return f"the kernel died: {splats[0].first}"
+    if booted.returncode is None:
+        return console.last_line(booted.console)
     return f"vng exited ({booted.returncode}) before it: {console.last_line(booted.console)}"
 
 
-def faults(booted: guest.GuestRun, label: str, tag: str = "", base_ok: bool = True) -> list[Finding]:
+def faults(booted: guest.GuestRun, label: str, tag: str = "", known: frozenset[str] = frozenset()) -> list[Finding]:
     """What went wrong with the kernel itself on one side: a splat (panic, oops, BUG, WARNING), a hang, vng
-    ending early, quoting the console; an error on the patched side when the base's guest was fine (BASE_OK),
-    else a warning (the series did not do it, or the guest does not work here at all)."""
-    level = Level.ERROR if label == "patched" and base_ok else Level.WARNING
+    ending early, quoting the console. On the patched side a fault of a kind the base's guest did not show
+    (KNOWN) is the series' doing: an error; the base's own, and the patched one's that the base shares
+    (a TCG stall, a guest that does not work here at all), are warnings."""
     what = f"the {label} kernel{tag}"
-    out = [Finding(RULE, level, f"{what}: {s.first}", quote=s.quote) for s in console.splats(booted.console)]
+    return [Finding(RULE, Level.ERROR if label == "patched" and kind not in known else Level.WARNING, f"{what}{text}", quote=quote)
+            for kind, text, quote in _faults(booted)]
+
+
+def run_kinds(booted: guest.GuestRun) -> frozenset[str]:
+    """The kinds of fault one guest showed (what faults() compares the patched side with)."""
+    return frozenset(kind for kind, _, _ in _faults(booted))
+
+
+_NUMBERS = re.compile(r"0x[0-9a-f]+|\d+", re.I)
+
+
+def _faults(booted: guest.GuestRun) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(kind, message after "the <tree> kernel", quote) per fault; a splat's kind is its first line less
+    the numbers in it (CPU, PID, offsets), so the same WARNING on both sides is one kind."""
+    out = [("splat " + _NUMBERS.sub("#", s.first), f": {s.first}", s.quote) for s in console.splats(booted.console)]
+    tail = tuple(console.lines(booted.console)[-8:])
     if booted.timed_out:
-        out.append(Finding(RULE, level, f"{what} hung: the guest did not finish its tests within {booted.seconds:.0f}s and was killed",
-                           quote=tuple(console.lines(booted.console)[-8:])))
+        out.append(("hung", f" hung: the guest did not finish its tests within {booted.seconds:.0f}s and was killed", tail))
+    elif not out and booted.returncode is None:  # never started (guest.run says why)
+        out.append(("start", f": {console.last_line(booted.console).removeprefix('reviewer: ')}", ()))
     elif not out and any(r is None for r in booted.ran):
-        out.append(Finding(RULE, level, f"{what}: vng exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}",
-                           quote=tuple(console.lines(booted.console)[-8:])))
+        out.append(("vng", f": vng exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}", tail))
     return out

@@ -29,17 +29,18 @@ def timeout_for(wt: Path, test_dir: str) -> float:
     return DEFAULT_TIMEOUT
 
 
-def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900) -> tuple[bool, str]:
+def build(wt: Path, dirs: Sequence[str], sandbox: Sandbox, timeout: float = 900, variables: Sequence[str] = ()) -> tuple[bool, str]:
     """`make -C tools/testing/selftests TARGETS=...` in the sandbox, after `make headers`
-    when a directory builds against the tree's uapi headers (KHDR_INCLUDES); (ok, log)."""
+    when a directory builds against the tree's uapi headers (KHDR_INCLUDES); (ok, log). VARIABLES:
+    make's, for both (ARCH= and CROSS_COMPILE= for another architecture's guest)."""
     jobs = f"-j{os.cpu_count() or 1}"
     log = ""
     if needs_headers(wt, dirs):
-        done = sandbox.run(["make", "headers", jobs], cwd=wt, timeout=timeout, tree=wt)
+        done = sandbox.run(["make", *variables, "headers", jobs], cwd=wt, timeout=timeout, tree=wt)
         log = done.output
         if done.timed_out or done.returncode != 0:
             return False, log + "\n(make headers failed)"
-    done = sandbox.run(["make", "-C", SELFTESTS, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout, tree=wt)
+    done = sandbox.run(["make", "-C", SELFTESTS, *variables, f"TARGETS={' '.join(dirs)}", jobs], cwd=wt, timeout=timeout, tree=wt)
     if done.timed_out:
         return False, log + done.output + f"\n(build killed after {timeout:g}s)"
     return done.returncode == 0, log + done.output
@@ -93,7 +94,7 @@ class RunList:
         return next((var for path, var in self.others if path == name), None)
 
 
-def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST_TIMEOUT) -> RunList:
+def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST_TIMEOUT, variables: Sequence[str] = ()) -> RunList:
     """Ask make for TEST_DIR's run list, the way lib.mk's run_tests and emit_tests expand it.
 
     The Makefile is the series' code ($(shell ...) runs), so make runs in the sandbox, like the build,
@@ -112,7 +113,8 @@ def run_list(wt: Path, test_dir: str, sandbox: Sandbox, timeout: float = RUNLIST
     with tempfile.TemporaryDirectory(prefix="runlist-", dir=sandbox.scratch) as private:
         printer = Path(private) / "print.mk"
         printer.write_text(_PRINT_MK)
-        done = sandbox.run(["make", "-s", "--no-print-directory", "-C", out, "-f", "Makefile", "-f", printer, f"OUTPUT={out}", "reviewer-runlist"],
+        done = sandbox.run(["make", "-s", "--no-print-directory", "-C", out, "-f", "Makefile", "-f", printer, f"OUTPUT={out}", *variables,
+                            "reviewer-runlist"],
                            cwd=wt, timeout=timeout, tree=wt)
     values = _printed(done.output)
     if done.timed_out:

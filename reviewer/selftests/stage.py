@@ -64,13 +64,14 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     runs: list[TestRun] = []
     built: dict[str, bool] = {}
     progress.expect(len(trees))
+    make_vars = plan.kernels.arch.test_vars() if plan.kernels is not None else ()  # built for the guests' architecture
     for label, wt in trees.items():
         progress.advance(f"build {' '.join(dirs)} on {label}")
-        ok, log = build(wt, dirs, sandbox)
+        ok, log = build(wt, dirs, sandbox, variables=make_vars)
         built[label] = ok
         if not ok:
             runs.append(TestRun(f"build {' '.join(dirs)}", label, "-", ktap.Result.ERROR, 0.0, _last_error(log), log))
-    lists = {label: {d: run_list(wt, d, sandbox) for d in dirs} for label, wt in trees.items() if built[label]}
+    lists = {label: {d: run_list(wt, d, sandbox, variables=make_vars) for d in dirs} for label, wt in trees.items() if built[label]}
     runs += [TestRun(f"run list {d}", label, "-", ktap.Result.ERROR, 0.0, rl.error, rl.log)
              for label, per in lists.items() for d, rl in per.items() if rl.error]
     refs = _expand(plan.chosen, lists)
@@ -87,7 +88,7 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                         seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
     else:
         progress.expect(len(lists))
-        base_ok = True
+        known: frozenset[str] = frozenset()  # the base guest's faults
         for label, per in lists.items():
             items = []
             for env in plan.envs:
@@ -97,8 +98,8 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                     else:
                         items.append(inguest.Item(ref, env))
             progress.advance(f"boot the {label} kernel and run {len(items)} test{'s' if len(items) != 1 else ''} in it")
-            batch = inguest.run(plan.kernels, label, trees[label], items, sandbox, plan.test_timeout, base_ok=base_ok)
-            base_ok = base_ok and not (label == "base" and batch.findings)
+            batch = inguest.run(plan.kernels, label, trees[label], items, sandbox, plan.test_timeout, known=known)
+            known |= batch.kinds if label == "base" else frozenset()
             runs += batch.runs
             seen += batch.findings
     findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
@@ -113,7 +114,8 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     results, slower = judge_benchmarks(measured, plan.slower_than)
     if plan.kernels is not None:  # each row ran in its tree's kernel, and says which
         here = plan.kernels.where
-        return SelftestResults(tuple(replace(r, where=r.where or here.get(r.tree, "")) for r in runs),
+        built_here = f"host {host_kernel().split()[-1]}, built for {plan.kernels.arch.name}"  # a build or make's run list: not in a guest
+        return SelftestResults(tuple(replace(r, where=r.where or (built_here if r.env == "-" else here.get(r.tree, ""))) for r in runs),
                                tuple(replace(b, where=plan.kernels.both) for b in results), tuple(findings + slower))
     # Both columns ran on the machine's own kernel: every row says so.
     where = host_kernel()
@@ -125,12 +127,12 @@ def _in_guest(kernels: inguest.Kernels, b: bench.Benchmark, env: str, sandbox: S
     """A benchmark run in a tree's own kernel: one boot per run, alternating (bench.measure's order); the
     guests' faults join FINDINGS."""
     count = iter(range(1, 1 << 30))
-    base_ok = [True]
+    known: set[str] = set()  # the faults the base's guests showed
 
     def run_one(label: str, wt: Path) -> TestRun:
         batch = inguest.run(kernels, label, wt, [inguest.Item(b.test, env, b.args, b.timeout)], sandbox, tag=f"-bench-{next(count)}",
-                            base_ok=base_ok[0])
-        base_ok[0] = base_ok[0] and not (label == "base" and batch.findings)
+                            known=frozenset(known))
+        known.update(batch.kinds if label == "base" else ())
         findings.extend(f for f in batch.findings if f not in findings)
         return batch.runs[0]
 

@@ -6,7 +6,6 @@
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -15,17 +14,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer import ktap
+from reviewer.build.targets import TARGETS, host
 from reviewer.model import Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
+from reviewer.vm import root
+from reviewer.vm.arches import BY_DIR, GUESTS, GuestArch
 
 RULE = "vm"
 RUN_ON = ("auto", "host", "vm")
 # What the kernel is not built from: a series changing only these is tested as it should be on the host.
 NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
-GUEST_ARCHES = {"x86_64": "x86"}  # the guests this machine can boot with virtme-ng, and their arch/ directory
 # The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
 # and the Debian package or PyPI project that brings each.
 GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
+# Architectures with no guest here, and why (measured: KERNEL-NOTES).
+UNBOOTABLE = {
+    "loongarch": "no loongarch guest can be booted here: Debian 12 has no LoongArch gcc and no LoongArch libc for the test "
+                 "programs, and no LoongArch kernel boots under its QEMU 7.2 without firmware (--build compiles the "
+                 "LoongArch vDSO with clang and checks its exports)",
+}
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,7 @@ class Decision:
     vm: bool
     why: str  # for the report: why here
     missing: str = ""  # asked for (or called for) a VM that cannot be booted here: what is missing
+    arch: GuestArch | None = None  # the guests' architecture
 
 
 def kernel_paths(touched: Iterable[str]) -> list[str]:
@@ -40,41 +48,50 @@ def kernel_paths(touched: Iterable[str]) -> list[str]:
 
 
 def series_arch(touched: Iterable[str]) -> str:
-    """The architecture the series is about: the arch/<x>/ it touches (the first), else the machine's."""
+    """The arch/ directory the series is about: the machine's own when it touches that one or none, else
+    the first it touches."""
     arches = sorted({p.split("/")[1] for p in touched if p.startswith("arch/") and p.count("/") >= 2})
-    machine = os.uname().machine
-    host_dir = GUEST_ARCHES.get(machine, machine)
-    if not arches or host_dir in arches:
-        return machine
-    return arches[0]
+    mine = host().srcarch
+    return mine if not arches or mine in arches else arches[0]
 
 
-def decide(touched: Sequence[str], asked: str, tree: Path) -> Decision:
+def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] = ()) -> Decision:
     """Where the selftests run: ASKED (--run-on) host or vm; auto: vm when the series changes what the
-    kernel is built from, host otherwise. A VM this machine cannot boot says what is missing."""
+    kernel is built from, host otherwise; in a guest of the series' architecture, or of ONLY's first
+    (--arch). A VM this machine cannot boot says what is missing."""
     kernel = kernel_paths(touched)
     if asked == "host":
         return Decision(False, "--run-on host")
     if asked == "auto" and not kernel:
         return Decision(False, "the series changes nothing the kernel is built from")
     why = "--run-on vm" if asked == "vm" else f"the series changes the kernel ({_some(kernel)})"
-    arch = series_arch(touched)
-    if arch not in GUEST_ARCHES:
-        return Decision(False, why, f"no {arch} guest can be booted here yet (this machine boots {', '.join(GUEST_ARCHES)} guests)")
-    if not (tree / "arch" / GUEST_ARCHES[arch] / "Makefile").is_file():
-        return Decision(False, why, f"{tree} is not a kernel tree with arch/{GUEST_ARCHES[arch]}/ (its kernel cannot be built)")
-    tools = _tools()
+    name = only[0] if only else series_arch(touched)
+    g = GUESTS.get(name) or BY_DIR.get(name)
+    if g is None:
+        return Decision(False, why, UNBOOTABLE.get(name) or UNBOOTABLE.get(TARGETS[name].srcarch if name in TARGETS else "")
+                        or f"no {name} guest can be booted here (guests: {', '.join(GUESTS)})")
+    if not (tree / "arch" / g.srcarch / "Makefile").is_file():
+        return Decision(False, why, f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
+    tools = _tools(g)
     if missing := [t for t in tools if tool(t) is None]:
         pkgs = ", ".join(dict.fromkeys(tools[t] for t in missing))
-        return Decision(False, why, f"booting a guest needs {', '.join(missing)} (install {pkgs})")
-    return Decision(True, why)
+        return Decision(False, why, f"booting a {g.name} guest needs {', '.join(missing)} (install {pkgs})")
+    if not g.native and not (libc := Path("/usr") / g.target.cross.rstrip("-") / "include" / "stdio.h").is_file():
+        return Decision(False, why, f"building the tests for {g.name} needs {libc} (install libc6-dev-{g.deb}-cross)")
+    if lack := root.missing(g):
+        return Decision(False, why, lack)
+    return Decision(True, why, arch=g)
 
 
-def _tools() -> dict[str, str]:
-    """Every command a guest needs: vng and QEMU first (what the message names first), then the rest."""
+def _tools(g: GuestArch) -> dict[str, str]:
+    """Every command a G guest needs: vng and QEMU first (what the message names first), then the rest."""
     from reviewer.boot import qemu, runner
 
-    return {"vng": GUEST_TOOLS["vng"], qemu.QEMU: runner.TOOLS[qemu.QEMU], **GUEST_TOOLS, **runner.TOOLS}
+    build = {t: runner.TOOLS[t] for t in runner.TOOLS if t != qemu.QEMU}
+    if g.native:
+        return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **GUEST_TOOLS, **build}
+    cross = dict.fromkeys(g.target.tools(), " ".join(g.target.packages))
+    return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **build, **cross}
 
 
 def tool(name: str) -> str | None:
@@ -85,12 +102,13 @@ def tool(name: str) -> str | None:
     return found
 
 
-def cost(envs: Sequence[str], bench_runs: int) -> str:
+def cost(envs: Sequence[str], bench_runs: int, arch: GuestArch = GUESTS["x86_64"]) -> str:
     """What the tests in guests will take, roughly (2 cores; KERNEL-NOTES and this tool's bench/vm_cost.py)."""
     bench = (f"; a benchmark boots once per run: {bench_runs} run(s) a tree and environment ({len(envs)}), "
-             "bench-single about 3 min a run under TCG") if bench_runs else ""
-    return (f"2 kernel builds (about 12 min the first time at -j2; under a minute when cached or incremental), "
-            f"then a boot per tree (about 30 s under TCG, a few seconds with KVM) and the tests{bench}")
+             f"bench-single about {3 if arch.native else 4} min a run under TCG") if bench_runs else ""
+    boot = "about 30 s under TCG, a few seconds with KVM" if arch.native else "about 30 s under TCG (no KVM for another architecture)"
+    return (f"2 kernel builds (about {8 if arch.native else 6}-16 min the first time at -j2; under a minute when cached or "
+            f"incremental), then a boot per tree ({boot}) and the tests{bench}")
 
 
 def _some(paths: Sequence[str]) -> str:
@@ -107,7 +125,7 @@ class Prepared:
 
 
 def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache: Path, timeout: float,
-            progress: Progress = QUIET) -> Prepared:
+            progress: Progress = QUIET, arch: GuestArch = GUESTS["x86_64"]) -> Prepared:
     """The guest kernel of each tree's commit (checked out from the repository GIT), built in CACHE or
     found there; what a tree's build broke, and the fragment's symbols the configuration did not keep."""
     from reviewer.boot import kconfig
@@ -122,11 +140,11 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
     with srctree.locked(cache):
         for label, commit in commits.items():
             progress.advance(f"build the {label} kernel for the tests (vm)")
-            side = kernel.build(git, commit, label, fragment, cache, timeout)
+            side = kernel.build(git, commit, label, fragment, cache, timeout, arch)
             b = side.build
             images[label] = b.image if b.ok else None
             runs.append(TestRun("vm:kernel-build", label, "-", _result(b.ok), b.seconds, b.error, b.log,
-                                where=f"built {commit[:12]} x86_64"))
+                                where=f"built {commit[:12]} {arch.name}"))
             if not b.ok:
                 f = kconfig.build_finding(b, label, "for the tests")
                 findings.append(f if label == "patched" else Finding(RULE, Level.WARNING, f.message + ": its tests were not run", path=f.path, line=f.line))

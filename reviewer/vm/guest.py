@@ -24,12 +24,15 @@ from reviewer.boot import qemu
 from reviewer.run import private
 from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
 from reviewer.run.sandbox import Sandbox, read_untrusted
-from reviewer.vm import tool
+from reviewer.vm import root, tool
+from reviewer.vm.arches import GUESTS, GuestArch
 
 VNG = "vng"
+NATIVE = GUESTS["x86_64"]
 BOOT_ALLOWANCE = {"kvm": 60.0, "tcg": 180.0}  # seconds to reach the first job, on top of the jobs' own timeouts
 KILL_AFTER = 5  # seconds between `timeout`'s TERM and its KILL, per job
 MEMORY = "1G"
+COPY_TIMEOUT = 120.0  # seconds to copy a test directory into another architecture's guest root
 _STATUS = re.compile(r"^(?P<rc>\d+) (?P<start>\d+) (?P<end>\d+)$")
 
 
@@ -77,43 +80,70 @@ def script(jobs: Sequence[Job], results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str) -> list[str]:
-    """vng booting IMAGE to run SCRIPT_PATH, SHARED read-write (the trees and the results), under ACCEL."""
+def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str, arch: GuestArch = NATIVE,
+            root: Path | None = None) -> list[str]:
+    """vng booting IMAGE to run SCRIPT_PATH (its path in the guest), SHARED read-write (the trees and the
+    results; inside ROOT when the guest has its own), under ACCEL; another ARCH boots ROOT (vm/root.py)."""
     vng = tool(VNG) or VNG
     kvm = ["--disable-kvm"] if accel == "tcg" else []
+    foreign = ["--arch", arch.deb, "--root", str(root)] if root is not None else []
     rw = [f"--rwdir={p}" for p in dict.fromkeys(shared)]
-    return [vng, "--run", str(image), *kvm, "--force-9p", "--verbose", "--memory", MEMORY, "--cpus", "1", *rw,
+    return [vng, "--run", str(image), *foreign, *kvm, "--force-9p", "--verbose", "--memory", MEMORY, "--cpus", "1", *rw,
             "--exec", f"bash {shlex.quote(str(script_path))}"]
 
 
-def accel_for(image: Path) -> str:
-    """kvm when it really boots a guest here (boot/qemu's probe), else tcg."""
-    return "kvm" if qemu.kvm_works(image) else "tcg"
+def accel_for(image: Path, arch: GuestArch = NATIVE) -> str:
+    """kvm when it really boots a guest here (boot/qemu's probe), else tcg; always tcg for another architecture."""
+    return "kvm" if arch.native and qemu.kvm_works(image) else "tcg"
 
 
 def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbox, *, boot_timeout: float | None = None,
-        log: Path | None = None) -> GuestRun:
-    """Boot IMAGE once and run JOBS in it (TREES shared read-write with the guest); never raises for what the
-    guest does. The wall clock is bounded by the jobs' timeouts plus the time a boot may take."""
-    accel = accel_for(image)
+        log: Path | None = None, arch: GuestArch = NATIVE) -> GuestRun:
+    """Boot IMAGE once and run JOBS in it (TREES shared read-write with the guest; for another ARCH, copies of
+    the jobs' directories in a copy of its root); never raises for what the guest does. The wall clock is
+    bounded by the jobs' timeouts plus the time a boot may take."""
+    accel = accel_for(image, arch)
     limit = (boot_timeout or BOOT_ALLOWANCE[accel]) + sum(j.timeout + KILL_AFTER + 1 for j in jobs)
     sandbox.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:
-        results = Path(tmp)
-        path = results / "run.sh"
-        path.write_text(script(jobs, results))
+        results = Path(tmp) / "results"  # the path the guest writes to
+        groot = None if arch.native else Path(tmp) / "root"
+        seen, shared, writable = results, [*trees, results], tuple(trees)  # where the host reads, vng's rwdirs
+        if groot is not None:
+            copies = root.prepare(arch, groot, [*dict.fromkeys(j.cwd for j in jobs), results])
+            seen, shared, writable = copies[results], list(copies.values()), ()
+            if failed := _copy_in(copies, results, sandbox, Path(tmp)):
+                return GuestRun((None,) * len(jobs), f"reviewer: the {arch.name} guest was not started: {failed}\n", 0.0, False, accel, None)
+        seen.mkdir(parents=True, exist_ok=True)
+        (seen / "run.sh").write_text(script(jobs, results))
         start = time.monotonic()
-        argv = ["timeout", "-s", "KILL", f"{limit + qemu.GUARD_SECONDS:.0f}", *command(image, path, [*trees, results], accel)]
+        argv = ["timeout", "-s", "KILL", f"{limit + qemu.GUARD_SECONDS:.0f}",
+                *command(image, results / "run.sh", shared, accel, arch, groot)]
         # vng starts virtme-run, its sibling, from PATH
         vng_dir = str(Path(argv[4]).parent)
         sandbox = replace(sandbox, extra_env={**sandbox.extra_env, "PATH": f"{vng_dir}:{os.environ.get('PATH', os.defpath)}"})
-        done = sandbox.run(argv, cwd=results, timeout=limit, tree=results, writable=tuple(trees), readable=(image.parent, *_python()))
+        done = sandbox.run(argv, cwd=Path(tmp), timeout=limit, tree=Path(tmp), writable=writable, readable=(image.parent, *_python()))
         seconds = time.monotonic() - start
-        ran = tuple(_read(results, n, job) for n, job in enumerate(jobs))
+        ran = tuple(_read(seen, n, job) for n, job in enumerate(jobs))
     if log is not None:  # the console: the user's eyes only
         private.make_dir(log.parent)
         private.write_private(log, done.output.encode())
     return GuestRun(ran, done.output, seconds, done.timed_out, accel, done.returncode)
+
+
+def _copy_in(copies: dict[Path, Path], results: Path, sandbox: Sandbox, tmp: Path) -> str:
+    """Copy the jobs' directories (the series' files, built programs) to their places in the guest's root: in
+    the sandbox, as cp -R copies links and FIFOs without following or opening them. What failed, or ""."""
+    for src, dest in copies.items():
+        if src == results:
+            continue
+        # Not -a: the sandbox's user cannot give the copy the owner (outside its user namespace) the original has.
+        done = sandbox.run(["cp", "-R", "-P", "--preserve=mode,timestamps,links", "--", str(src), str(dest.parent)], cwd=tmp,
+                           timeout=COPY_TIMEOUT, tree=tmp, readable=(src,))
+        if done.returncode != 0 or done.timed_out:
+            last = next((ln for ln in reversed(done.output.splitlines()) if ln.strip()), "killed" if done.timed_out else "no output")
+            return f"copying {src} into its root failed: {last.strip()}"
+    return ""
 
 
 def _python() -> tuple[Path, ...]:

@@ -9,35 +9,40 @@ the kernels differ by the series alone.
 from __future__ import annotations
 
 import re
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
 from reviewer.boot import ab, runner
 from reviewer.run.sandbox import read_untrusted
 from reviewer.selftests.choose import SELFTESTS
+from reviewer.vm.arches import GUESTS, GuestArch
 
-# virtme-ng's guest on x86_64 (measured: KERNEL-NOTES): a console, ELF and scripts, the pseudo file
-# systems, 9p (guest.py passes --force-9p) and overlayfs for the shared root, virtio-pci, ACPI (without
-# it the guest hangs before init), Unix sockets and netlink for udev, and the user, time and pid
-# namespaces the timens environment and many tests need. No INET: the guest has no network anyway,
-# and net/ipv4 and ipv6 were a large part of the build.
+# virtme-ng's guest (measured: KERNEL-NOTES): a console, ELF and scripts, the pseudo file systems, 9p
+# (guest.py passes --force-9p) and overlayfs for the shared root, virtio-pci, Unix sockets and netlink
+# for udev, and the user, time and pid namespaces the timens environment and many tests need; then the
+# guest architecture's own (vm/arches.py: x86_64's ACPI, without which the guest hangs before init).
+# No INET: the guest has no network anyway, and net/ipv4 and ipv6 were a large part of the build.
 USERSPACE = (
-    "64BIT", "X86_64", "PRINTK", "BUG", "KALLSYMS", "TTY", "SERIAL_8250", "SERIAL_8250_CONSOLE", "EARLY_PRINTK",
-    "BINFMT_ELF", "BINFMT_SCRIPT", "PROC_FS", "SYSFS", "DEVTMPFS", "DEVTMPFS_MOUNT", "TMPFS", "SHMEM", "BLK_DEV_INITRD",
-    "NAMESPACES", "USER_NS", "TIME_NS", "UTS_NS", "PID_NS", "IPC_NS", "NET_NS", "FUTEX", "EPOLL", "SIGNALFD", "TIMERFD",
-    "EVENTFD", "POSIX_TIMERS", "FILE_LOCKING", "MULTIUSER", "UNIX98_PTYS", "INOTIFY_USER", "ADVISE_SYSCALLS", "MEMBARRIER",
-    "RSEQ", "SYSVIPC", "CGROUPS", "BLOCK", "PCI", "VIRTIO_MENU", "VIRTIO", "VIRTIO_PCI", "VIRTIO_MMIO", "VIRTIO_CONSOLE",
-    "NET", "UNIX", "NETWORK_FILESYSTEMS", "NET_9P", "NET_9P_VIRTIO", "9P_FS", "OVERLAY_FS", "HVC_DRIVER", "HYPERVISOR_GUEST", "PARAVIRT", "KVM_GUEST", "RTC_CLASS", "RTC_DRV_CMOS", "SMP",
-    "ACPI",
+    "PRINTK", "BUG", "KALLSYMS", "TTY", "BINFMT_ELF", "BINFMT_SCRIPT", "PROC_FS", "SYSFS", "DEVTMPFS", "DEVTMPFS_MOUNT",
+    "TMPFS", "SHMEM", "BLK_DEV_INITRD", "NAMESPACES", "USER_NS", "TIME_NS", "UTS_NS", "PID_NS", "IPC_NS", "NET_NS", "FUTEX",
+    "EPOLL", "SIGNALFD", "TIMERFD", "EVENTFD", "POSIX_TIMERS", "FILE_LOCKING", "MULTIUSER", "UNIX98_PTYS", "INOTIFY_USER",
+    "ADVISE_SYSCALLS", "MEMBARRIER", "RSEQ", "SYSVIPC", "CGROUPS", "BLOCK", "PCI", "VIRTIO_MENU", "VIRTIO", "VIRTIO_PCI",
+    "VIRTIO_MMIO", "VIRTIO_CONSOLE", "NET", "UNIX", "NETWORK_FILESYSTEMS", "NET_9P", "NET_9P_VIRTIO", "9P_FS", "OVERLAY_FS",
+    "HVC_DRIVER", "RTC_CLASS", "SMP",
 )
-KIND = "vm-x86_64"  # the build directory and image names in the kernel cache
 _LINE = re.compile(r"^CONFIG_(?P<name>\w+)=(?P<value>\S+)\s*$")
 
 
-def fragment(tree: Path, dirs: Iterable[str]) -> tuple[str, ...]:
-    """.config lines: the userspace set, then each test directory's `config` (=m becomes =y: the guest
-    loads no modules; "is not set" lines are kept as they are)."""
-    lines = [f"CONFIG_{s}=y" for s in USERSPACE]
+def kind(arch: GuestArch) -> str:
+    """The build directory and image names in the kernel cache: vm-x86_64, vm-ppc64le."""
+    return f"vm-{arch.name}"
+
+
+def fragment(tree: Path, dirs: Iterable[str], arch: GuestArch = GUESTS["x86_64"]) -> tuple[str, ...]:
+    """.config lines: the architecture's symbols and the userspace set, then each test directory's `config`
+    (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
+    lines = [f"CONFIG_{s}=y" for s in (*arch.symbols, *USERSPACE)]
     for d in dirs:
         lines += asked(tree, d)
     return tuple(dict.fromkeys(lines))
@@ -59,6 +64,8 @@ def asked(tree: Path, test_dir: str) -> list[str]:
     return out
 
 
-def build(git: Path, commit: str, tree: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
-    """The guest kernel of COMMIT (checked out from the repository GIT): cached, or built in the cache."""
-    return runner.side(git, commit, tree, KIND, lines, cache, timeout)
+def build(git: Path, commit: str, tree: str, lines: tuple[str, ...], cache: Path, timeout: float,
+          arch: GuestArch = GUESTS["x86_64"]) -> ab.Side:
+    """The ARCH guest kernel of COMMIT (checked out from the repository GIT): cached, or built in the cache."""
+    how = runner.How(arch.make_vars(shutil.which("ccache") is not None), arch.make_target, arch.image)
+    return runner.side(git, commit, tree, kind(arch), lines, cache, timeout, how)

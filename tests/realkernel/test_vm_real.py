@@ -19,7 +19,7 @@ import pytest
 
 from reviewer.errors import ExitStatus
 from tests.cli.interrupting import processes_in, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
-from tests.helpers import review
+from tests.helpers import Result, review
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
@@ -46,6 +46,17 @@ def _qemu_running() -> list[str]:
     return [ln for ln in out.splitlines() if "pgrep" not in ln]
 
 
+def _why(result: Result) -> str:
+    """What a failed exit-code check needs to be read from a CI log: stderr, the rows and the findings."""
+    try:
+        doc = result.json()
+    except ValueError:
+        return result.stderr + result.stdout[-2000:]
+    rows = [f"{r['name']} {r['tree']} {r['env']} {r['result']} {r.get('where', '')} {r.get('reason', '')[:160]}" for r in doc.get("selftests", [])]
+    found = [f"[{f['level']}] {f['rule']}: {f['message'][:240]}" for f in doc.get("findings", [])]
+    return "\n".join([result.stderr, *rows, *found])
+
+
 def _runs(doc: dict) -> dict[tuple[str, str, str], dict]:
     return {(r["name"], r["tree"], r["env"]): r for r in doc["selftests"]}
 
@@ -57,9 +68,10 @@ def test_the_patched_kernel_is_tested_in_a_guest(linux: Path, linux_head: str, f
     before = git(linux, "status", "--porcelain"), git(linux, "worktree", "list")
     result = review(mbox, "--tree", linux, "--tests", TEST, "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch",
                     "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
-    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
     doc = result.json()
     runs = _runs(doc)
+    assert {(TEST, t, e) for t in ("base", "patched") for e in ("plain", "timens")} <= set(runs), _why(result)
     # The patched commit is the one `git am` made in the review's worktree: not TIP, and not the base.
     patched = runs[("vm:kernel-build", "patched", "-")]["where"].split()[1]
     assert len(patched) == 12 and patched != linux_head[:12]
@@ -87,7 +99,7 @@ def test_on_the_host_the_change_cannot_show(linux: Path, fallback: tuple[Path, s
     mbox, _ = fallback
     result = review(mbox, "--tree", linux, "--tests", TEST, "--run-on", "host", "--bench-runs", "0", "--no-checkpatch",
                     "--format", "json", tmp=tmp_path / "tmp")
-    assert result.rc == ExitStatus.OK, result.stderr
+    assert result.rc == ExitStatus.OK, _why(result)
     doc = result.json()
     runs = _runs(doc)
     assert runs[(TEST, "base", "plain")]["result"] == runs[(TEST, "patched", "plain")]["result"] == "pass"
@@ -114,7 +126,7 @@ def test_a_panicking_kernel_is_one_finding_quoting_its_console(linux: Path, pani
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     result = review(panicking, "--tree", linux, "--tests", TEST, "--bench-runs", "0", "--no-checkpatch", "--format", "json",
                     tmp=tmp_path / "tmp", timeout=3600)
-    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
     doc = result.json()
     runs = _runs(doc)
     assert runs[(TEST, "base", "plain")]["result"] == "pass"
@@ -160,7 +172,7 @@ def test_a_hung_test_in_a_guest_is_killed_at_its_timeout(linux: Path, linux_head
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     result = review(mbox, "--tree", linux, "--tests", TEST, "--run-on", "vm", "--test-timeout", "5", "--bench-runs", "0",
                     "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
-    assert result.rc == ExitStatus.SELFTESTS, result.stderr
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
     runs = _runs(result.json())
     assert runs[(TEST, "base", "plain")]["result"] == "pass"
     hung = runs[(TEST, "patched", "plain")]

@@ -206,6 +206,9 @@ def test_a_build_keeps_the_broad_checkout(repo: Path, tmp_path: Path) -> None:
     assert {"/include/", "/scripts/", "/tools/", "/drivers/net/", "/mm/", "/newdir/deep/"} <= set(patterns)
     with worktree.isolated(repo, "base", touched, build=True) as wt:  # a small tree: all of it
         assert _files(wt) == set(FILES)
+    ppc = worktree.sparse_patterns(["arch/powerpc/kernel/vdso/vgetrandom.c", "lib/vdso/getrandom.c"], build=True)
+    assert "/arch/powerpc/" in ppc and "/arch/powerpc/kernel/vdso/" in ppc  # the tests may be built with ARCH=powerpc
+    assert "/lib/" not in ppc and "/lib/vdso/" in ppc  # only arch/ is widened
 
 
 def test_paths_with_glob_characters_match_only_themselves(tmp_path: Path) -> None:

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from reviewer import vm
-from reviewer.vm import kernel
+from reviewer.vm import kernel, root
+from reviewer.vm.arches import GUESTS
 
 LIB = ["lib/vdso/getrandom.c"]
 TOOLS_ONLY = ["tools/testing/selftests/vDSO/vdso_test_getrandom.c", "Documentation/x.rst", "MAINTAINERS"]
@@ -33,15 +34,28 @@ def test_auto_is_vm_exactly_when_the_kernel_changes(tree: Path) -> None:
 
 def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     ppc = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S"], "auto", tree)
-    assert not ppc.vm and ppc.missing.startswith("no powerpc guest can be booted here yet")
+    assert not ppc.vm and ppc.missing == f"{tree} is not a kernel tree with arch/powerpc/ (its kernel cannot be built)"
+    (tree / "arch/powerpc").mkdir()
+    (tree / "arch/powerpc/Makefile").write_text("# powerpc\n")
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", str(tmp_path / "roots"))
+    ppc = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S"], "auto", tree)
+    assert not ppc.vm and ppc.missing == f"no ppc64el guest root at {tmp_path}/roots/ppc64el (make it: review guest-root ppc64le)"
+    (tmp_path / "roots/ppc64el").mkdir(parents=True)
+    (tmp_path / "roots/ppc64el" / root.STAMP).write_text("bash.deb\n")
+    ppc = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S"], "auto", tree)
+    assert ppc.vm and ppc.arch is not None and ppc.arch.name == "ppc64le"
     both = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S", "arch/x86/entry/vdso/vgetrandom.c"], "auto", tree)
-    assert both.vm  # the host's architecture is among the series': its guest is the one booted
+    assert both.vm and both.arch is not None and both.arch.name == "x86_64"  # the host's architecture is among the series'
+    assert vm.decide(LIB, "vm", tree, ["ppc64le"]).arch.name == "ppc64le"  # type: ignore[union-attr]  # --arch
+    loong = vm.decide(["arch/loongarch/vdso/vgetrandom.c"], "auto", tree)
+    assert not loong.vm and loong.missing.startswith("no loongarch guest can be booted here: Debian 12 has no LoongArch gcc")
+    assert vm.decide(LIB, "vm", tree, ["arm64"]).missing == "no arm64 guest can be booted here (guests: x86_64, ppc64le)"
     bare = vm.decide(LIB, "vm", tmp_path / "nowhere")
     assert not bare.vm and "is not a kernel tree with arch/x86/" in bare.missing
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
     none = vm.decide(LIB, "vm", tree)
-    assert not none.vm and none.missing.startswith("booting a guest needs vng, qemu-system-x86_64, udevadm")
+    assert not none.vm and none.missing.startswith("booting a x86_64 guest needs vng, qemu-system-x86_64, udevadm")
     assert "virtme-ng (pip), qemu-system-x86, udev" in none.missing
 
 
@@ -50,8 +64,11 @@ def test_the_fragment_is_the_userspace_set_and_the_tests_own_config(tmp_path: Pa
     d.mkdir(parents=True)
     (d / "config").write_text("CONFIG_TIME_NS=y\nCONFIG_GENERIC_VDSO_TIME_NS=m\n# a comment\n# CONFIG_X is not set\nnonsense\n")
     lines = kernel.fragment(tmp_path, ["timens", "vDSO"])  # vDSO has no config file in 6.12
-    assert lines[: len(kernel.USERSPACE)] == tuple(f"CONFIG_{s}=y" for s in kernel.USERSPACE)
-    assert lines[len(kernel.USERSPACE):] == ("CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
+    own = GUESTS["x86_64"].symbols + kernel.USERSPACE
+    assert lines[: len(own)] == tuple(f"CONFIG_{s}=y" for s in own)
+    assert lines[len(own):] == ("CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
+    ppc = kernel.fragment(tmp_path, ["timens"], GUESTS["ppc64le"])
+    assert "CONFIG_PPC_OF_BOOT_TRAMPOLINE=y" in ppc and "CONFIG_ACPI=y" not in ppc and "CONFIG_9P_FS=y" in ppc
     (d / "config").unlink()
     (d / "config").symlink_to("/etc/passwd")
     assert kernel.asked(tmp_path, "timens") == []  # the series' file: never through a link

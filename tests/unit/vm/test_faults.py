@@ -30,8 +30,21 @@ def test_a_panic_is_an_error_on_the_patched_side_quoting_the_console() -> None:
     assert inguest.fault(run) == "the kernel died: Kernel panic - not syncing: Attempted to kill init! exitcode=0x00000009"
     (b,) = inguest.faults(run, "base")
     assert b.level is Level.WARNING  # the base did it: not the series
-    (both,) = inguest.faults(run, "patched", base_ok=False)
-    assert both.level is Level.WARNING  # the base's guest died too
+    base = inguest.run_kinds(guest.GuestRun((None,), PANIC.replace("PID: 1", "PID: 7").replace("0x118", "0x11c"), 4.0, False, "tcg", 0))
+    (both,) = inguest.faults(run, "patched", known=base)
+    assert both.level is Level.WARNING  # the base's guest died the same way (its numbers aside)
+
+
+def test_a_fault_the_base_did_not_show_is_the_series_even_when_the_base_had_another() -> None:
+    """A base guest with its own trouble (a TCG stall's WARNING) does not excuse a patched panic."""
+    stall = "reviewer-guest: start\n[   40.1] WARNING: CPU: 0 PID: 0 at kernel/time/clocksource.c:123 watchdog+0x1/0x2\nreviewer-guest: done\n"
+    base = inguest.run_kinds(guest.GuestRun((None,), stall, 50.0, False, "tcg", 0))
+    assert len(base) == 1
+    run = guest.GuestRun((None,), PANIC, 4.0, False, "tcg", 0)
+    (f,) = inguest.faults(run, "patched", known=base)
+    assert f.level is Level.ERROR, f
+    (w,) = inguest.faults(guest.GuestRun((None,), stall.replace("PID: 0", "PID: 3"), 50.0, False, "tcg", 0), "patched", known=base)
+    assert w.level is Level.WARNING
 
 
 def test_a_hang_is_a_finding_with_the_last_lines() -> None:

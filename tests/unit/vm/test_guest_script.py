@@ -1,10 +1,16 @@
 """The guest's script, run here by bash exactly as the guest runs it (no VM needed to check what it writes)."""
 from __future__ import annotations
 
+import os
+import stat
 import subprocess
 from pathlib import Path
 
-from reviewer.vm import guest
+import pytest
+
+from reviewer.run.sandbox import Sandbox
+from reviewer.vm import guest, root
+from reviewer.vm.arches import GUESTS
 
 
 def _run(tmp_path: Path, jobs: list[guest.Job]) -> list[guest.Ran | None]:
@@ -68,3 +74,44 @@ def test_the_vng_command_has_no_network_and_shares_only_what_it_is_given(tmp_pat
     assert "--disable-kvm" in argv and "--force-9p" in argv
     assert argv[argv.index("--exec") + 1] == f"bash {tmp_path}/run.sh"
     assert "--disable-kvm" not in guest.command(Path("/k/bzImage"), tmp_path / "run.sh", [], "kvm")
+
+
+def test_another_architecture_boots_its_own_root_always_under_tcg(tmp_path: Path) -> None:
+    ppc = GUESTS["ppc64le"]
+    argv = guest.command(Path("/k/vmlinux"), Path("/t/results/run.sh"), [tmp_path / "root/t/results"], "tcg", ppc, tmp_path / "root")
+    assert argv[argv.index("--arch") + 1] == "ppc64el" and argv[argv.index("--root") + 1] == str(tmp_path / "root")
+    assert argv[argv.index("--exec") + 1] == "bash /t/results/run.sh"  # the guest's path: the root is its /
+    assert guest.accel_for(Path("/nonexistent/vmlinux"), ppc) == "tcg"  # no probe: KVM cannot run another architecture
+    assert ppc.test_vars() == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-")
+    assert GUESTS["x86_64"].test_vars() == ()  # the host's: built as the tests always are
+
+
+def test_a_boot_gets_a_copy_of_the_root_with_the_shared_directories_inside(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", str(tmp_path / "roots"))
+    cached = tmp_path / "roots/ppc64el"
+    (cached / "bin").mkdir(parents=True)
+    (cached / "bin/bash").write_text("#!elf\n")
+    (cached / "bin/sh").symlink_to("bash")
+    copies = root.prepare(GUESTS["ppc64le"], tmp_path / "boot", [Path("/w/tools/testing/selftests/vDSO"), Path("/r/results")])
+    assert copies == {Path("/w/tools/testing/selftests/vDSO"): tmp_path / "boot/w/tools/testing/selftests/vDSO",
+                      Path("/r/results"): tmp_path / "boot/r/results"}
+    assert (tmp_path / "boot/bin/sh").readlink() == Path("bash") and (tmp_path / "boot/w/tools/testing/selftests").is_dir()
+    (tmp_path / "boot/bin/bash").write_text("changed in the copy\n")
+    assert (cached / "bin/bash").read_text() == "#!elf\n"  # a copy, not links into the cache
+
+
+def test_a_test_directory_is_copied_into_the_root_in_the_sandbox_links_and_fifos_as_they_are(tmp_path: Path) -> None:
+    """The series' directory may hold a symlink out of the tree or a FIFO: copied as they are, never followed or opened."""
+    src = tmp_path / "wt/tools/testing/selftests/vDSO"
+    src.mkdir(parents=True)
+    (src / "vdso_test").write_text("#!prog\n")
+    (src / "vdso_test").chmod(0o755)
+    (src / "out").symlink_to("/etc/shadow")
+    os.mkfifo(src / "fifo")
+    boot = tmp_path / "scratch/boot"
+    dest = boot / src.relative_to("/")
+    dest.parent.mkdir(parents=True)
+    results = tmp_path / "results"
+    assert guest._copy_in({src: dest, results: boot / "results"}, results, Sandbox(tmp_path / "scratch"), tmp_path / "scratch") == ""
+    assert (dest / "vdso_test").read_text() == "#!prog\n" and os.access(dest / "vdso_test", os.X_OK)
+    assert (dest / "out").readlink() == Path("/etc/shadow") and stat.S_ISFIFO((dest / "fifo").lstat().st_mode)

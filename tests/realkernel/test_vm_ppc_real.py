@@ -1,0 +1,82 @@
+"""Issue 17 for another architecture: a powerpc series is tested in ppc64le kernels booted under qemu-system-ppc64 -M pseries.
+
+The series makes the powerpc vDSO's getrandom() (arch/powerpc/kernel/vdso/vgetrandom.c) hand every
+buffer to the syscall: vdso_test_getrandom's own check catches it ("vgetrandom passed buffer to
+syscall getrandom unexpectedly"), but only in a powerpc kernel that has the change. The kernels
+are cross-built (powerpc64le-linux-gnu-gcc) in REVIEWER_BOOT_CACHE, the tests too, and the guest's
+userspace is the ppc64el root `review guest-root ppc64le` makes from Debian's packages (made here
+when the machine has none: that command is part of what is tested).
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reviewer.errors import ExitStatus
+from tests.helpers import review
+from tests.realkernel.kernel import commit, format_patch, git, show
+from tests.realkernel.test_vm_real import AUTHOR, CHECK, TEST, _qemu_running, _runs, _why
+
+pytestmark = [pytest.mark.slow, pytest.mark.boot]
+CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
+ROOTS = os.environ.get("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")
+SRC = "arch/powerpc/kernel/vdso/vgetrandom.c"
+
+
+@pytest.fixture(scope="module")
+def ppc_series(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    src = show(linux, linux_head, SRC)
+    old = "\treturn __cvdso_getrandom_data(vd, buffer, len, flags, opaque_state, opaque_len);\n"
+    assert src.count(old) == 1
+    new = src.replace(old, "\tif (len)\t/* every buffer to the kernel, on purpose */\n"
+                           "\t\treturn getrandom_syscall(buffer, len, flags);\n" + old, 1)
+    new = new.replace("#include <linux/types.h>\n", "#include <linux/types.h>\n\n#include <asm/vdso/getrandom.h>\n", 1)
+    msg = f"powerpc/vdso: getrandom: Always use the syscall\n\nA slower powerpc vDSO getrandom(), on purpose.\n\nSigned-off-by: {AUTHOR}\n"
+    tip = commit(linux, linux_head, {SRC: new}, msg, author=AUTHOR)
+    return format_patch(linux, linux_head, tip, tmp_path_factory.mktemp("series") / "ppc.mbox")
+
+
+@pytest.fixture(scope="module")
+def ppc_root() -> str:
+    """The ppc64el guest root, made with the tool's own command when this machine has none."""
+    if not (Path(ROOTS) / "ppc64el" / ".reviewer-root").is_file():
+        done = subprocess.run([sys.executable, "-m", "reviewer", "guest-root", "ppc64le"], capture_output=True, text=True,
+                              env={**os.environ, "REVIEWER_GUEST_ROOTS": ROOTS}, timeout=900)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == f"review: made the ppc64el guest root {ROOTS}/ppc64el\n"
+    root = Path(ROOTS) / "ppc64el"
+    assert (root / "bin/bash").is_file() and (root / "bin/busybox").is_file() and (root / "usr/bin/unshare").is_file()
+    return ROOTS
+
+
+def test_a_powerpc_series_is_tested_in_its_ppc64le_kernels(linux: Path, linux_head: str, ppc_series: Path, ppc_root: str,
+                                                           tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
+    before = git(linux, "status", "--porcelain"), git(linux, "worktree", "list")
+    result = review(ppc_series, "--tree", linux, "--tests", TEST, "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch",
+                    "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
+    assert "selftests in the series' ppc64le kernels" in result.stderr
+    doc = result.json()
+    runs = _runs(doc)
+    patched = runs[("vm:kernel-build", "patched", "-")]["where"].split()[1]
+    for tree, c in (("base", linux_head[:12]), ("patched", patched)):
+        built = runs[("vm:kernel-build", tree, "-")]
+        assert built["result"] == "pass" and built["where"] == f"built {c} ppc64le", built
+        for env in ("plain", "timens"):
+            assert runs[(TEST, tree, env)]["where"] == f"booted {c} ppc64le tcg", runs[(TEST, tree, env)]
+    for env in ("plain", "timens"):
+        assert runs[(TEST, "base", env)]["result"] == "pass", runs[(TEST, "base", env)]
+        assert runs[(TEST, "patched", env)]["result"] == "fail", runs[(TEST, "patched", env)]
+        assert f"Bail out! {CHECK}" in runs[(TEST, "patched", env)]["reason"]
+    errors = [f for f in doc["findings"] if f["level"] == "error"]
+    assert [f["rule"] for f in errors] == ["selftests", "selftests"], errors
+    assert not any(f["rule"] in ("vm", "selftests/host-kernel") for f in doc["findings"]), doc["findings"]
+    assert _qemu_running() == []
+    assert (git(linux, "status", "--porcelain"), git(linux, "worktree", "list")) == before
+    result.assert_nothing_left()
