@@ -490,6 +490,11 @@ def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = No
     base_wt = run.stack.enter_context(_worktree(run, applied.series, request.tree, applied.base.commit))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     trees = {"base": base_wt, "patched": applied.patched}
+    if in_vm is not None:  # the tests are built for the guest's architecture: its arch/ dir, even if the series leaves it alone
+        from reviewer.apply import worktree
+
+        for wt in trees.values():
+            worktree.widen(wt, [f"arch/{in_vm.srcarch}"])
     kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
     plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
                                dict(request.test_env), request.benchmarks, request.test_timeout, kernels)

@@ -134,6 +134,21 @@ def _set_sparse(wt: Path, patterns: list[str]) -> None:
     where.write_text("".join(f"{p}\n" for p in patterns))
 
 
+def widen(wt: Path, dirs: list[str]) -> list[str]:
+    """Check out DIRS (whole) too in WT, a sparse worktree with commits of its own (`git am`'s): the tests are
+    built for an architecture the series does not touch (--arch) and `make ARCH=x headers` reads its arch/x/.
+    A full checkout is left as it is. The directories added."""
+    where = _patterns_file(wt)
+    if not where.is_file():
+        return []
+    have = where.read_text().splitlines()
+    new = [d for d in dirs if f"/{_literal(d)}/" not in have]
+    if new:
+        _set_sparse(wt, [*have, *(f"/{_literal(d)}/" for d in new)])
+        git(wt, *options(wt), "read-tree", "-m", "-u", "HEAD")  # the index's files as the patterns now say
+    return new
+
+
 def _patterns(tree: Path, base: str, touched: list[str] | None, build: bool) -> list[str] | None:
     """The sparse patterns of a new worktree, or None for a full checkout."""
     if touched is None:

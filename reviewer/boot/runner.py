@@ -2,7 +2,9 @@
 
 The cache directory (one per kernel tree) holds the private source checkout, one build
 directory per environment (incremental across sides and runs), ccache's store, and the
-bzImages already built, keyed by commit and fragment, so that a base is built once.
+bzImages already built, keyed by the commit's tree (what the build reads: the checkout has no .git, so
+the kernel's version string names no commit) and the fragment: a base is built once, and a series
+reviewed again (git am makes new commits of the same trees) reuses its patched kernel.
 """
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from reviewer.model import BenchResult, Finding, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import private
 from reviewer.tree.git import common_dir
+from reviewer.tree.git import git as git_run
 
 KEEP_IMAGES = 24
 REPEAT_UNDER = 20.0  # seconds: boots longer than this run once
@@ -99,9 +102,8 @@ class How:
 
 def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float,
          how: How = How()) -> ab.Side:
-    """The kernel of COMMIT in ENV: the cached image, else a build in the env's build directory."""
-    key = hashlib.sha256("\n".join((commit, *lines, *(how.variables or ()))).encode()).hexdigest()[:16]
-    image = cache / "images" / f"{commit[:12]}-{env}-{key}.{Path(how.image).name}"
+    """The kernel of COMMIT in ENV: the cached image of its tree, else a build in the env's build directory."""
+    image = image_path(git, commit, env, lines, cache, how)
     if image.is_file():
         return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
     srctree.checkout(git, commit, cache / "src")
@@ -121,6 +123,13 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
         _prune(image.parent)
         b = kconfig.Build(True, b.seconds, image, lines, b.log, problems=b.problems)
     return ab.Side(tree, env, b)
+
+
+def image_path(git: Path, commit: str, env: str, lines: tuple[str, ...], cache: Path, how: How = How()) -> Path:
+    """Where the cache keeps the kernel of COMMIT in ENV: named by the commit's tree, the fragment and the make variables."""
+    content = git_run(git, "rev-parse", f"{commit}^{{tree}}", timeout=srctree.GIT_TIMEOUT).strip()
+    key = hashlib.sha256("\n".join((content, *lines, *(how.variables or ()))).encode()).hexdigest()[:16]
+    return cache / "images" / f"{content[:12]}-{env}-{key}.{Path(how.image).name}"
 
 
 def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str],

@@ -1,7 +1,7 @@
 """The kernels selftests run in: tinyconfig + what a virtme-ng userspace needs + the tests' own fragments.
 
 Built with the boot stage's machinery (boot/runner.side: the cache's source checkout, one build
-directory per kind, ccache, images kept by commit and fragment), so a base is built once and a
+directory per kind, ccache, images kept by tree and fragment), so a base is built once and a
 patched kernel is an incremental build of it. The fragment is the same for both sides: the
 chosen directories' `config` files (the kselftest convention) as the patched tree has them, so
 the kernels differ by the series alone.

@@ -18,13 +18,14 @@ import pytest
 
 from reviewer.errors import ExitStatus
 from tests.helpers import review
-from tests.realkernel.kernel import commit, format_patch, git, show
+from tests.realkernel.kernel import commit, edit_series, format_patch, git, show
 from tests.realkernel.test_vm_real import AUTHOR, CHECK, TEST, _qemu_running, _runs, _why
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
 CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 ROOTS = os.environ.get("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")
 SRC = "arch/powerpc/kernel/vdso/vgetrandom.c"
+GENERIC = "lib/vdso/getrandom.c"
 
 
 @pytest.fixture(scope="module")
@@ -79,4 +80,27 @@ def test_a_powerpc_series_is_tested_in_its_ppc64le_kernels(linux: Path, linux_he
     assert not any(f["rule"] in ("vm", "selftests/host-kernel") for f in doc["findings"]), doc["findings"]
     assert _qemu_running() == []
     assert (git(linux, "status", "--porcelain"), git(linux, "worktree", "list")) == before
+    result.assert_nothing_left()
+
+
+def test_arch_tests_a_generic_change_in_the_kernels_of_another_architecture(linux: Path, linux_head: str, ppc_root: str,
+                                                                          tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # lib/vdso/getrandom.c is every architecture's: the series' own arch is the host's, --arch ppc64le asks for
+    # powerpc's kernels. The review's worktrees did not check out arch/powerpc/ (the series does not touch it):
+    # the tests' `make ARCH=powerpc headers` needs it, and gets it.
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
+    old = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
+    mbox, _ = edit_series(linux, linux_head, GENERIC, old, "\tgoto fallback_syscall;\t/* every buffer to the kernel, on purpose */\n\n" + old,
+                          "vdso: getrandom: Always use the syscall", "Every architecture's vDSO getrandom() slower, on purpose.",
+                          tmp_path / "generic.mbox")
+    result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc64le", "--env", "plain", "--bench-runs", "0",
+                    "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
+    runs = _runs(result.json())
+    built = {v["result"] for (_, _, env), v in runs.items() if env == "-"}
+    assert built == {"pass"}, _why(result)  # the kernels, the tests' build (make headers included) and their run list
+    assert runs[(TEST, "base", "plain")]["result"] == "pass" and runs[(TEST, "base", "plain")]["where"].endswith(" ppc64le tcg")
+    assert runs[(TEST, "patched", "plain")]["result"] == "fail" and f"Bail out! {CHECK}" in runs[(TEST, "patched", "plain")]["reason"]
+    assert _qemu_running() == []
     result.assert_nothing_left()

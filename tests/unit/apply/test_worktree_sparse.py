@@ -234,3 +234,19 @@ def test_file_count_from_the_index_or_the_tree(repo: Path, tmp_path: Path) -> No
     subprocess.run(["git", "clone", "-q", "--no-checkout", str(repo), str(clone)], check=True)
     assert not (clone / ".git" / "index").exists()
     assert worktree._file_count(clone, "base") == len(FILES)
+
+
+def test_widening_a_patched_sparse_worktree_checks_out_the_guest_arch(repo: Path, tmp_path: Path) -> None:
+    # --arch ppc64le on a series that leaves arch/ alone: `make ARCH=powerpc headers` needs arch/powerpc/.
+    series = _series(repo, tmp_path)
+    _commit(repo, {"arch/powerpc/Makefile": "ppc\n", "arch/powerpc/include/uapi/asm/a.h": "a\n", "arch/x86/Makefile": "x86\n"}, "arches")
+    with worktree.isolated(repo, "master", _touched(series), build=False) as wt:
+        worktree.apply_series(wt, series)
+        head, applied = git(wt, "rev-parse", "HEAD").strip(), _files(wt)
+        assert not any(f.startswith("arch/") for f in applied)
+        assert worktree.widen(wt, ["arch/powerpc"]) == ["arch/powerpc"]
+        assert _files(wt) == applied | {"arch/powerpc/Makefile", "arch/powerpc/include/uapi/asm/a.h"}  # not arch/x86
+        assert git(wt, "rev-parse", "HEAD").strip() == head and git(wt, "status", "--porcelain") == ""  # the series' commits kept
+        assert worktree.widen(wt, ["arch/powerpc"]) == []  # already there: nothing to do
+    with worktree.isolated(repo, "base") as full:  # a full checkout is left as it is
+        assert worktree.widen(full, ["arch/powerpc"]) == []

@@ -1,0 +1,46 @@
+"""The kernel cache's key: a commit's tree, not the commit (git am makes a new commit of the same tree every review)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from reviewer.boot import runner
+from reviewer.tree.git import git
+
+
+def _repo(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A repository with three commits: the second has the first's tree (an amended message), the third another."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    (repo / "f.c").write_text("int v;\n")
+    git(repo, "add", "f.c")
+    git(repo, "commit", "-q", "-m", "f: one")
+    first = git(repo, "rev-parse", "HEAD").strip()
+    git(repo, "commit", "-q", "--amend", "-m", "f: one, as a second review's git am makes it", "--date", "2020-01-01T00:00:00")
+    again = git(repo, "rev-parse", "HEAD").strip()
+    (repo / "f.c").write_text("int w;\n")
+    git(repo, "commit", "-q", "-am", "f: two")
+    return repo / ".git", [first, again, git(repo, "rev-parse", "HEAD").strip()]
+
+
+def test_a_commit_of_the_same_tree_has_the_same_image(tmp_path: Path) -> None:
+    repo, (first, again, other) = _repo(tmp_path)
+    assert first != again
+    lines = ("CONFIG_PRINTK=y",)
+    cache = tmp_path / "cache"
+    path = runner.image_path(repo, first, "vm-x86_64", lines, cache)
+    assert path == runner.image_path(repo, again, "vm-x86_64", lines, cache)
+    assert path != runner.image_path(repo, other, "vm-x86_64", lines, cache)
+    assert path != runner.image_path(repo, first, "vm-x86_64", ("CONFIG_PRINTK=y", "CONFIG_BUG=y"), cache)
+    assert path != runner.image_path(repo, first, "vm-x86_64", lines, cache, runner.How(("ARCH=powerpc",), "vmlinux", "vmlinux"))
+
+
+def test_the_second_commit_of_a_tree_reuses_its_kernel_without_building(tmp_path: Path) -> None:
+    repo, (first, again, _) = _repo(tmp_path)
+    cache = tmp_path / "cache"
+    image = runner.image_path(repo, first, "vm-x86_64", (), cache)
+    image.parent.mkdir(parents=True)
+    image.write_bytes(b"a kernel")
+    side = runner.side(repo, again, "patched", "vm-x86_64", (), cache, timeout=1.0)
+    assert side.build.ok and side.build.image == image and side.build.log == "(cached image)"
+    assert not (cache / "src").exists()  # nothing was checked out, so nothing was built
