@@ -61,8 +61,7 @@ def _build(stamp: str) -> None:
     # No automatic gc: `git commit` would start one in the background over the ~90,000 loose objects, and it
     # would repack the repository while the first test runs (the tests compare the repository before and after).
     git(tmp, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "Linux 6.12 (Debian linux-source-6.12)")
-    git(tmp, "repack", "-a", "-d", "-q", "--window=0")  # one commit: few deltas to find, and the search is minutes
-    git(tmp, "prune-packed")
+    git(tmp, "repack", "-a", "-d", "-q", "--window=0")  # -d drops the packed loose objects; one commit: few deltas, a search of minutes
     (tmp / ".git" / "reviewer-stamp").write_text(stamp)
     tmp.rename(CACHE)
 
@@ -108,10 +107,10 @@ def format_patch(repo: Path, base: str, tip: str, out: Path, *extra: str) -> Pat
 
 
 def edit_series(repo: Path, base: str, path: str, old: str, new: str, subject: str, why: str, out: Path) -> tuple[Path, str]:
-    """A one-patch series on BASE replacing OLD (once; it must be there) by NEW in PATH, by the fixture author:
-    (its mbox OUT, its commit)."""
+    """A one-patch series on BASE replacing OLD (it must be there exactly once) by NEW in PATH, by the fixture
+    author: (its mbox OUT, its commit)."""
     src = show(repo, base, path)
-    assert old in src, f"{path} of {base[:12]} has no {old!r}"
+    assert src.count(old) == 1, f"{path} of {base[:12]} has {src.count(old)} of {old!r}"
     msg = f"{subject}\n\n{why}\n\nSigned-off-by: {IDENTITY['GIT_AUTHOR_NAME']} <{IDENTITY['GIT_AUTHOR_EMAIL']}>\n"
     tip = commit(repo, base, {path: src.replace(old, new, 1)}, msg)
     return format_patch(repo, base, tip, out), tip

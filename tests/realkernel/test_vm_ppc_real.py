@@ -19,7 +19,7 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.helpers import review
 from tests.realkernel.kernel import commit, edit_series, format_patch, git, show
-from tests.realkernel.test_vm_real import AUTHOR, CHECK, TEST, _qemu_running, _runs, _why
+from tests.realkernel.test_vm_real import AUTHOR, CHECK, FLAGS, TEST, _qemu_running, _runs, _why
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
 CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
@@ -90,8 +90,7 @@ def test_arch_tests_a_generic_change_in_the_kernels_of_another_architecture(linu
     # the tests' `make ARCH=powerpc headers` needs it, and gets it.
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
-    old = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
-    mbox, _ = edit_series(linux, linux_head, GENERIC, old, "\tgoto fallback_syscall;\t/* every buffer to the kernel, on purpose */\n\n" + old,
+    mbox, _ = edit_series(linux, linux_head, GENERIC, FLAGS, "\tgoto fallback_syscall;\t/* every buffer to the kernel, on purpose */\n\n" + FLAGS,
                           "vdso: getrandom: Always use the syscall", "Every architecture's vDSO getrandom() slower, on purpose.",
                           tmp_path / "generic.mbox")
     result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc64le", "--env", "plain", "--bench-runs", "0",

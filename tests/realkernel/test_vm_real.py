@@ -32,17 +32,14 @@ SRC = "lib/vdso/getrandom.c"
 AUTHOR = "Kernel Fixture <kernel-fixture@example.org>"
 CHECK = "vgetrandom passed buffer to syscall getrandom unexpectedly"
 TEST = "vDSO:vdso_test_getrandom"
+FLAGS = "\t/* Handle unexpected flags by falling back to the kernel. */\n"  # lib/vdso/getrandom.c: where the series put their change
 
 
 @pytest.fixture(scope="module")
 def fallback(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
-    src = show(linux, linux_head, SRC)
-    old = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
-    assert old in src
-    new = src.replace(old, "\t/* Let the kernel fill every buffer. */\n\tgoto fallback_syscall;\n\n" + old, 1)
-    msg = f"vdso: getrandom: Always use the syscall\n\nA slower vDSO getrandom(), on purpose.\n\nSigned-off-by: {AUTHOR}\n"
-    tip = commit(linux, linux_head, {SRC: new}, msg, author=AUTHOR)
-    return format_patch(linux, linux_head, tip, tmp_path_factory.mktemp("series") / "fallback.mbox"), tip
+    return edit_series(linux, linux_head, SRC, FLAGS, "\t/* Let the kernel fill every buffer. */\n\tgoto fallback_syscall;\n\n" + FLAGS,
+                       "vdso: getrandom: Always use the syscall", "A slower vDSO getrandom(), on purpose.",
+                       tmp_path_factory.mktemp("series") / "fallback.mbox")
 
 
 def _qemu_running() -> list[str]:
@@ -116,13 +113,10 @@ def test_on_the_host_the_change_cannot_show(linux: Path, fallback: tuple[Path, s
 
 @pytest.fixture(scope="module")
 def panicking(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    src = show(linux, linux_head, "init/main.c")
     old = "\tkernel_init_freeable();\n"
-    assert src.count(old) == 1
-    new = src.replace(old, old + '\tpanic("reviewer test: a panic on purpose");\n', 1)
-    msg = f"init: Panic on purpose\n\nA kernel that dies before its init runs.\n\nSigned-off-by: {AUTHOR}\n"
-    tip = commit(linux, linux_head, {"init/main.c": new}, msg, author=AUTHOR)
-    return format_patch(linux, linux_head, tip, tmp_path_factory.mktemp("series") / "panic.mbox")
+    return edit_series(linux, linux_head, "init/main.c", old, old + '\tpanic("reviewer test: a panic on purpose");\n',
+                       "init: Panic on purpose", "A kernel that dies before its init runs.",
+                       tmp_path_factory.mktemp("series") / "panic.mbox")[0]
 
 
 def test_a_panicking_kernel_is_one_finding_quoting_its_console(linux: Path, panicking: Path, tmp_path: Path,
@@ -188,15 +182,14 @@ def test_a_hung_test_in_a_guest_is_killed_at_its_timeout(linux: Path, linux_head
 
 # The benchmark tier (issue 17's first criterion): a kernel whose vDSO getrandom() is slower but still
 # right. vdso_test_getrandom passes on both kernels; only bench-single, run in each side's own guest,
-# can show it. Two runs per side (the fewest that give a verdict: the ranges) cost ~12 min under TCG.
+# can show it. Two runs per side (the fewest that give a verdict: the ranges) cost ~8 min under TCG.
 SPIN = "\t/* Wait a while in every call, on purpose. */\n\tfor (int spin = 0; spin < 256; spin++)\n\t\tbarrier();\n\n"
 BENCH = "vdso_test_getrandom bench-single"
 
 
 @pytest.fixture(scope="module")
 def spinning(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    old = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
-    return edit_series(linux, linux_head, SRC, old, SPIN + old, "vdso: getrandom: Spin in every call",
+    return edit_series(linux, linux_head, SRC, FLAGS, SPIN + FLAGS, "vdso: getrandom: Spin in every call",
                        "A slower vDSO getrandom() that still works, on purpose.", tmp_path_factory.mktemp("series") / "spin.mbox")[0]
 
 
@@ -233,6 +226,7 @@ def test_a_slower_vdso_is_a_benchmark_warning_in_the_series_kernels(linux: Path,
 def test_on_the_host_the_slower_vdso_cannot_show(linux: Path, spinning: Path, tmp_path: Path) -> None:
     result = review(spinning, "--tree", linux, "--tests", TEST, "--run-on", "host", "--env", "plain", "--bench-runs", "2",
                     "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=1800)
+    assert result.rc == ExitStatus.OK, _why(result)  # the host-kernel caveat is an info
     doc = result.json()
     here = f"host {os.uname().release} {os.uname().machine}"
     marks = _benchmarks(doc)
@@ -240,4 +234,3 @@ def test_on_the_host_the_slower_vdso_cannot_show(linux: Path, spinning: Path, tm
     # Both sides ran the host's vDSO: whatever the noise, never a slowdown finding.
     assert marks["vdso"]["verdict"] != "slower" and not any(f["rule"] == "benchmarks" for f in doc["findings"]), doc["benchmarks"]
     assert any(f["rule"] == "selftests/host-kernel" for f in doc["findings"]), doc["findings"]
-    assert result.rc == ExitStatus.OK, _why(result)  # the host-kernel caveat is an info
