@@ -2,15 +2,18 @@
 """What running the selftests in the series' kernels costs (issue 17), per architecture, against doing
 the same by hand with virtme-ng (the anchor).
 
-On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le; the others print why not):
+On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32; the others print why not):
 - incremental kernel build: a one-line change to the vDSO's getrandom() (lib/vdso/getrandom.c for
   x86_64, arch/powerpc/kernel/vdso/vgetrandom.c for ppc64le) on top of a built base.
   Ours: reviewer.vm.kernels() for a new commit (the cache's build directory, the sandbox, ccache).
   By hand: the same change in a checkout, `make O=DIR -j2 bzImage` (ppc64le: ARCH=powerpc
-  CROSS_COMPILE=powerpc64le-linux-gnu- vmlinux) in a build directory of the same configuration.
+  CROSS_COMPILE=powerpc64le-linux-gnu- vmlinux; ppc32: powerpc-linux-gnu-) in a build directory of the same
+  configuration.
 - boot to the first test: ours, reviewer.vm.guest.run() of one job (`true`) in the sandbox; by hand,
   `vng --run IMAGE --disable-kvm --force-9p --exec true` (ppc64le: with `--arch ppc64el --root`, a
-  copy of the guest root `review guest-root ppc64le` made). Median of RUNS (default 3).
+  copy of the guest root `review guest-root ppc64le` made; ppc32, which vng cannot boot: `find | cpio -o -H newc`
+  of a directory holding the init and the tests, and `qemu-system-ppc -M mac99 -kernel -initrd`, as
+  KERNEL-NOTES did it by hand, with the tool's init built by hand). Median of RUNS (default 3).
 - the whole review of that vDSO series, kernels cached from the steps before:
   `review MBOX --tree LINUX --tests vDSO:vdso_test_getrandom --env plain,timens --bench-runs 0`;
   by hand: the patched kernel's incremental make, the vDSO selftests built in a base and a patched
@@ -38,7 +41,7 @@ from pathlib import Path
 from _common import AUTHOR, BIN, env, kernel, table
 
 from reviewer.run.sandbox import Sandbox
-from reviewer.vm import guest, kernels, root
+from reviewer.vm import guest, initramfs, kernels, root
 from reviewer.vm import kernel as guest_kernel
 from reviewer.vm.arches import GUESTS, GuestArch
 from tests.realkernel.kernel import commit, format_patch, git, show
@@ -51,6 +54,7 @@ CHANGE = {
     "x86_64": ("lib/vdso/getrandom.c", "\tu32 counter[2] = { 0 };\n"),
     "ppc64le": ("arch/powerpc/kernel/vdso/vgetrandom.c", "\t\t\t     size_t opaque_len, const struct vdso_rng_data *vd)\n{\n"),
 }
+CHANGE["ppc32"] = CHANGE["ppc64le"]  # the same file builds VDSO32
 
 
 def timed(argv: list[str], cwd: Path | None = None, environ: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> float:
@@ -92,9 +96,12 @@ def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch:
     return time.perf_counter() - start
 
 
-def vng(image: Path, command: str, shared: list[Path], arch: GuestArch) -> float:
+def vng(image: Path, command: str, shared: list[Path], arch: GuestArch, jobs: list[guest.Job]) -> float:
     """By hand: `vng --exec COMMAND`, SHARED read-write; another architecture boots a root made as a
-    reviewer would (a copy of the guest root with the shared directories copied inside)."""
+    reviewer would (a copy of the guest root with the shared directories copied inside); an initramfs
+    guest, which vng cannot boot, gets JOBS in a cpio made by hand (hand_initramfs)."""
+    if arch.initramfs:
+        return hand_initramfs(image, shared, arch, jobs)
     vng_bin = str(BIN / "vng")
     environ = {**os.environ, "PATH": f"{BIN}:{os.environ['PATH']}"}
     foreign: list[str] = []
@@ -113,15 +120,36 @@ def vng(image: Path, command: str, shared: list[Path], arch: GuestArch) -> float
     # fallback (a root without udev has no /dev/virtio-ports) does not bring the command's status back
 
 
+def hand_initramfs(image: Path, shared: list[Path], arch: GuestArch, jobs: list[guest.Job]) -> float:
+    """By hand: a directory with a static init (the tool's, compiled by hand), its job list and copies of SHARED,
+    `find . | cpio -o -H newc`, then QEMU with that initrd until the guest powers off."""
+    start = time.perf_counter()
+    top = WORK / f"initramfs-{arch.name}"
+    shutil.rmtree(top, ignore_errors=True)
+    (top / "reviewer").mkdir(parents=True)
+    assert initramfs.compile_init(arch, top / "init") == ""
+    (top / "reviewer" / "jobs").write_text(initramfs.jobs_file(jobs, 5)[0])
+    for d in shared:
+        (top / d.relative_to("/")).parent.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["cp", "-a", str(d), str((top / d.relative_to("/")).parent)], check=True)
+    cpio = WORK / f"initramfs-{arch.name}.cpio"
+    with cpio.open("wb") as out:
+        listing = subprocess.run(["find", "."], cwd=top, capture_output=True, check=True).stdout
+        subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=top, input=listing, stdout=out, check=True)
+    timed(["qemu-system-ppc", "-M", arch.machine, "-m", "512", "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot",
+           "-serial", "stdio", "-kernel", str(image), "-initrd", str(cpio), "-append", "console=ttyS0 panic=-1 printk.devkmsg=on"])
+    return time.perf_counter() - start
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cold", action="store_true", help="also time the first build of the guest kernel, ours and by hand")
-    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le)")
+    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32)")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}")
     for name in args.arch.split(","):
         one(GUESTS[name], args.cold)
-    for name in ("ppc32", "loongarch", "arm64", "riscv64", "s390x"):
+    for name in ("loongarch", "arm64", "riscv64", "s390x"):
         print(f"  {name}: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
     print(f"load average after: {os.getloadavg()}")
 
@@ -165,7 +193,7 @@ def one(arch: GuestArch, cold: bool) -> None:
     # Boot to the first test.
     share = WORK / "shared"
     share.mkdir(exist_ok=True)
-    by_hand = statistics.median(vng(image, "true", [share], arch) for _ in range(RUNS))
+    by_hand = statistics.median(vng(image, "true", [share], arch, [guest.Job(share, ("true",), "plain", 30)]) for _ in range(RUNS))
     sandbox = Sandbox(WORK / "scratch")
     ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
                                   for _ in range(RUNS))
@@ -179,7 +207,7 @@ def one(arch: GuestArch, cold: bool) -> None:
                "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo)),
                "REVIEWER_GUEST_ROOTS": str(root.location(arch).parent)}
     (WORK / "tmp").mkdir(exist_ok=True)
-    review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--env", "plain,timens",
+    review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--arch", arch.name, "--env", "plain,timens",
               "--bench-runs", "0", "--no-checkpatch", "--format", "json"]
     start = time.perf_counter()
     done = subprocess.run(review, env=environ, capture_output=True, text=True, check=False)
@@ -211,7 +239,7 @@ def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[
     for label, wt in trees.items():
         d = wt / "tools/testing/selftests/vDSO"
         vng(images[label], f"cd {d} && ./vdso_test_getrandom; unshare -r -T --boottime 31536000 --monotonic 31536000 ./vdso_test_getrandom",
-            [d], arch)
+            [d], arch, [guest.Job(d, ("./vdso_test_getrandom",), env, 120) for env in ("plain", "timens")])
     return time.perf_counter() - start
 
 

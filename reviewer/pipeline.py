@@ -411,6 +411,8 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     run.findings.extend(outcome.findings)
     if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where.missing or where.why):
         run.findings.append(caveat)
+    if where.arch is not None and where.vm and (gap := vm.uncovered(series.touched, where.arch)):
+        run.findings.append(gap)
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",

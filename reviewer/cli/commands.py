@@ -51,14 +51,17 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
 
 @sub_app.command("guest-root", cls=WideHelp, help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
 def guest_root_command(
-    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le.")],
+    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le (ppc32 needs none).")],
 ) -> None:
     from reviewer.vm import root
     from reviewer.vm.arches import GUESTS
 
     g = GUESTS.get(arch)
+    others = ", ".join(n for n, a in GUESTS.items() if not a.native and not a.initramfs)
+    if g is not None and g.initramfs:
+        raise UsageError(f"guest-root {arch!r}: a {arch} guest needs no root (it boots an initramfs of the tests and reviewer's own init)",
+                         f"roots are made for: {others}")
     if g is None or g.native:
-        others = ", ".join(n for n, a in GUESTS.items() if not a.native)
         raise UsageError(f"guest-root {arch!r}: not another architecture's guest", f"choose from: {others} (the machine's own boots its own root)")
     print(f"review: made the {g.deb} guest root {root.make(g)}")
 

@@ -116,7 +116,7 @@ def main_command(
     slower_than: Annotated[float, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree.")] = 1.25,
     build: Annotated[bool, typer.Option("--build", help="Compile the touched code for each architecture the series touches (cross gcc, or clang for LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, the vDSO's exported symbols.")] = False,
     build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
-    arch: Annotated[str | None, typer.Option("--arch", metavar="LIST", help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, riscv64, s390x, loongarch); the first is also the guests' architecture with --run-on vm (x86_64, ppc64le).")] = None,
+    arch: Annotated[str | None, typer.Option("--arch", metavar="LIST", help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, riscv64, s390x, loongarch); the first is also the guests' architecture with --run-on vm (x86_64, ppc64le, ppc32).")] = None,
     boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
     boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
     boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,

@@ -95,7 +95,7 @@ def fault(booted: guest.GuestRun) -> str:
         return f"the kernel died: {splats[0].first}"
     if booted.returncode is None:
         return console.last_line(booted.console)
-    return f"vng exited ({booted.returncode}) before it: {console.last_line(booted.console)}"
+    return f"{booted.runner} exited ({booted.returncode}) before it: {console.last_line(booted.console)}"
 
 
 def faults(booted: guest.GuestRun, label: str, tag: str = "", known: frozenset[str] = frozenset()) -> list[Finding]:
@@ -126,5 +126,5 @@ def _faults(booted: guest.GuestRun) -> list[tuple[str, str, tuple[str, ...]]]:
     elif not out and booted.returncode is None:  # never started (guest.run says why)
         out.append(("start", f": {console.last_line(booted.console).removeprefix('reviewer: ')}", ()))
     elif not out and any(r is None for r in booted.ran):
-        out.append(("vng", f": vng exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}", tail))
+        out.append((booted.runner, f": {booted.runner} exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}", tail))
     return out

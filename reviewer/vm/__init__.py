@@ -24,6 +24,7 @@ RULE = "vm"
 RUN_ON = ("auto", "host", "vm")
 # What the kernel is not built from: a series changing only these is tested as it should be on the host.
 NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
+_POWERPC_VDSO = re.compile(r"^arch/powerpc/(kernel/vdso/|include/asm/vdso)")  # where VDSO32's sources are (with the 64-bit ones)
 # The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
 # and the Debian package or PyPI project that brings each.
 GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
@@ -41,6 +42,15 @@ class Decision:
     why: str  # for the report: why here
     missing: str = ""  # asked for (or called for) a VM that cannot be booted here: what is missing
     arch: GuestArch | None = None  # the guests' architecture
+
+
+def uncovered(touched: Iterable[str], arch: GuestArch) -> Finding | None:
+    """What ARCH's guests cannot test of a series touching TOUCHED, said once: the 32-bit powerpc vDSO, which a
+    ppc64le kernel does not have (CONFIG_VDSO32 needs a 32-bit or a big-endian kernel)."""
+    if arch.name == "ppc64le" and any(_POWERPC_VDSO.match(p) for p in touched):
+        return Finding(RULE, Level.INFO, "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32",
+                       hint="--arch ppc32 runs the tests in 32-bit powerpc kernels (qemu-system-ppc -M mac99), on the series' VDSO32")
+    return None
 
 
 def kernel_paths(touched: Iterable[str]) -> list[str]:
@@ -84,10 +94,12 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
 
 
 def _tools(g: GuestArch) -> dict[str, str]:
-    """Every command a G guest needs: vng and QEMU first (what the message names first), then the rest."""
+    """Every command a G guest needs: vng (where it boots G) and QEMU first (what the message names first), then the rest."""
     from reviewer.boot import qemu, runner
 
     build = {t: runner.TOOLS[t] for t in runner.TOOLS if t != qemu.QEMU}
+    if g.initramfs:  # no vng: QEMU boots it with our init (vm/initramfs.py)
+        return {g.qemu: g.qemu_package, **build, **dict.fromkeys(g.target.tools(), " ".join(g.target.packages))}
     if g.native:
         return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **GUEST_TOOLS, **build}
     cross = dict.fromkeys(g.target.tools(), " ".join(g.target.packages))
@@ -105,9 +117,9 @@ def tool(name: str) -> str | None:
 def cost(envs: Sequence[str], bench_runs: int, arch: GuestArch = GUESTS["x86_64"]) -> str:
     """What the tests in guests will take, roughly (2 cores; KERNEL-NOTES and this tool's bench/vm_cost.py)."""
     bench = (f"; a benchmark boots once per run: {bench_runs} run(s) a tree and environment ({len(envs)}), "
-             f"bench-single about {3 if arch.native else 4} min a run under TCG") if bench_runs else ""
+             f"bench-single about {arch.bench_minutes} min a run under TCG") if bench_runs else ""
     boot = "about 30 s under TCG, a few seconds with KVM" if arch.native else "about 30 s under TCG (no KVM for another architecture)"
-    return (f"2 kernel builds (about {8 if arch.native else 6}-16 min the first time at -j2; under a minute when cached or "
+    return (f"2 kernel builds (about {arch.build_minutes}-16 min the first time at -j2; under a minute when cached or "
             f"incremental), then a boot per tree ({boot}) and the tests{bench}")
 
 

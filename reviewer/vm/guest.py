@@ -61,6 +61,7 @@ class GuestRun:
     timed_out: bool
     accel: str  # kvm | tcg
     returncode: int | None
+    runner: str = "vng"  # what booted it (what a fault names): vng, or QEMU itself for an initramfs guest
 
 
 def script(jobs: Sequence[Job], results: Path) -> str:
@@ -104,6 +105,12 @@ def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbo
     bounded by the jobs' timeouts plus the time a boot may take."""
     accel = accel_for(image, arch)
     limit = (boot_timeout or BOOT_ALLOWANCE[accel]) + sum(j.timeout + KILL_AFTER + 1 for j in jobs)
+    if arch.initramfs:
+        from reviewer.vm import initramfs
+
+        got, console, seconds, timed_out, rc = initramfs.run(image, jobs, sandbox, arch, limit, KILL_AFTER, log)
+        ran = tuple(None if g is None else _ran(job, *g) for job, g in zip(jobs, got, strict=True))
+        return GuestRun(ran, console, seconds, timed_out, accel, rc, runner=arch.qemu)
     sandbox.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:
         results = Path(tmp) / "results"  # the path the guest writes to
@@ -164,7 +171,10 @@ def _read(results: Path, n: int, job: Job) -> Ran | None:
         output = read_untrusted(results / f"{n}.out", 16 << 20).decode(errors="replace")
     except OSError:
         output = ""
-    rc, seconds = int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9
+    return _ran(job, int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9, output)
+
+
+def _ran(job: Job, rc: int, seconds: float, output: str) -> Ran:
     # timeout(1): 124 when it sent TERM, 137 when it had to KILL; the test itself may exit 124: the clock decides.
     timed_out = rc in (124, 137) and seconds >= job.timeout - 0.5
     return Ran(job, output, rc, seconds, timed_out)

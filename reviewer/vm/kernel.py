@@ -31,6 +31,9 @@ USERSPACE = (
     "VIRTIO_MMIO", "VIRTIO_CONSOLE", "NET", "UNIX", "NETWORK_FILESYSTEMS", "NET_9P", "NET_9P_VIRTIO", "9P_FS", "OVERLAY_FS",
     "HVC_DRIVER", "RTC_CLASS", "SMP",
 )
+# What only virtme-ng's shared root needs: an initramfs guest (vm/initramfs.py) is built without it.
+SHARED_ROOT = ("VIRTIO_MENU", "VIRTIO", "VIRTIO_PCI", "VIRTIO_MMIO", "VIRTIO_CONSOLE", "NETWORK_FILESYSTEMS", "NET_9P",
+               "NET_9P_VIRTIO", "9P_FS", "OVERLAY_FS", "HVC_DRIVER")
 _LINE = re.compile(r"^CONFIG_(?P<name>\w+)=(?P<value>\S+)\s*$")
 
 
@@ -42,7 +45,8 @@ def kind(arch: GuestArch) -> str:
 def fragment(tree: Path, dirs: Iterable[str], arch: GuestArch = GUESTS["x86_64"]) -> tuple[str, ...]:
     """.config lines: the architecture's symbols and the userspace set, then each test directory's `config`
     (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
-    lines = [f"CONFIG_{s}=y" for s in (*arch.symbols, *USERSPACE)]
+    userspace = [s for s in USERSPACE if not (arch.initramfs and s in SHARED_ROOT)]
+    lines = [f"CONFIG_{s}=y" for s in (*arch.symbols, *userspace)]
     for d in dirs:
         lines += asked(tree, d)
     return tuple(dict.fromkeys(lines))

@@ -42,8 +42,9 @@ def location(arch: GuestArch) -> Path:
 
 
 def missing(arch: GuestArch) -> str:
-    """What is missing for ARCH's userspace ("" for the machine's own, whose root is the host's)."""
-    if arch.native or (location(arch) / STAMP).is_file():
+    """What is missing for ARCH's userspace ("" for the machine's own, whose root is the host's, and for an
+    initramfs guest, which brings its own)."""
+    if arch.native or arch.initramfs or (location(arch) / STAMP).is_file():
         return ""
     return f"no {arch.deb} guest root at {location(arch)} (make it: review guest-root {arch.name})"
 

@@ -6,6 +6,10 @@ syscall getrandom unexpectedly"), but only in a powerpc kernel that has the chan
 are cross-built (powerpc64le-linux-gnu-gcc) in REVIEWER_BOOT_CACHE, the tests too, and the guest's
 userspace is the ppc64el root `review guest-root ppc64le` makes from Debian's packages (made here
 when the machine has none: that command is part of what is tested).
+
+The same file is also the 32-bit vDSO's (VDSO32): with --arch ppc32 the series is tested in 32-bit
+kernels booted under qemu-system-ppc -M mac99, whose userspace is an initramfs of the statically
+built tests and the tool's own init (Debian 12 has no 32-bit powerpc bash or busybox).
 """
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.helpers import review
 from tests.realkernel.kernel import commit, edit_series, format_patch, git, show
-from tests.realkernel.test_vm_real import AUTHOR, CHECK, FLAGS, TEST, _qemu_running, _runs, _why
+from tests.realkernel.test_vm_real import AUTHOR, CHECK, FLAGS, TEST, _qemu_running, _runs, _why, panic_series
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
 CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
@@ -77,7 +81,8 @@ def test_a_powerpc_series_is_tested_in_its_ppc64le_kernels(linux: Path, linux_he
         assert f"Bail out! {CHECK}" in runs[(TEST, "patched", env)]["reason"]
     errors = [f for f in doc["findings"] if f["level"] == "error"]
     assert [f["rule"] for f in errors] == ["selftests", "selftests"], errors
-    assert not any(f["rule"] in ("vm", "selftests/host-kernel") for f in doc["findings"]), doc["findings"]
+    vm_said = [(f["level"], f["message"]) for f in doc["findings"] if f["rule"] in ("vm", "selftests/host-kernel")]
+    assert vm_said == [("info", "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32")], vm_said
     assert _qemu_running() == []
     assert (git(linux, "status", "--porcelain"), git(linux, "worktree", "list")) == before
     result.assert_nothing_left()
@@ -101,5 +106,67 @@ def test_arch_tests_a_generic_change_in_the_kernels_of_another_architecture(linu
     assert built == {"pass"}, _why(result)  # the kernels, the tests' build (make headers included) and their run list
     assert runs[(TEST, "base", "plain")]["result"] == "pass" and runs[(TEST, "base", "plain")]["where"].endswith(" ppc64le tcg")
     assert runs[(TEST, "patched", "plain")]["result"] == "fail" and f"Bail out! {CHECK}" in runs[(TEST, "patched", "plain")]["reason"]
+    assert _qemu_running() == []
+    result.assert_nothing_left()
+
+
+def test_the_vdso32_path_is_tested_in_32_bit_powerpc_kernels(linux: Path, linux_head: str, ppc_series: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    before = git(linux, "status", "--porcelain"), git(linux, "worktree", "list")
+    result = review(ppc_series, "--tree", linux, "--tests", TEST, "--arch", "ppc32", "--env", "plain,timens", "--bench-runs", "0",
+                    "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
+    assert "selftests in the series' ppc32 kernels" in result.stderr
+    doc = result.json()
+    runs = _runs(doc)
+    patched = runs[("vm:kernel-build", "patched", "-")]["where"].split()[1]
+    for tree, c in (("base", linux_head[:12]), ("patched", patched)):
+        assert runs[("vm:kernel-build", tree, "-")]["where"] == f"built {c} ppc32", runs[("vm:kernel-build", tree, "-")]
+        for env in ("plain", "timens"):
+            assert runs[(TEST, tree, env)]["where"] == f"booted {c} ppc32 tcg", runs[(TEST, tree, env)]
+    for env in ("plain", "timens"):
+        assert runs[(TEST, "base", env)]["result"] == "pass", runs[(TEST, "base", env)]
+        assert runs[(TEST, "patched", env)]["result"] == "fail", runs[(TEST, "patched", env)]
+        assert f"Bail out! {CHECK}" in runs[(TEST, "patched", env)]["reason"]
+    errors = [f for f in doc["findings"] if f["level"] == "error"]
+    assert [f["rule"] for f in errors] == ["selftests", "selftests"], errors
+    assert not any(f["rule"] in ("vm", "selftests/host-kernel") for f in doc["findings"]), doc["findings"]
+    assert _qemu_running() == []
+    assert (git(linux, "status", "--porcelain"), git(linux, "worktree", "list")) == before
+    result.assert_nothing_left()
+
+
+def test_a_32_bit_guest_that_panics_or_hangs_is_its_finding_and_leaves_no_qemu(linux: Path, linux_head: str, tmp_path: Path,
+                                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The initramfs guest's own ways to end: QEMU exits at the panic (-no-reboot, panic=-1), and our /init stops a hung test
+    # at its timeout and goes on. The panic series is the x86_64 tests' (init/main.c, every architecture's).
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    result = review(panic_series(linux, linux_head, tmp_path / "panic.mbox"), "--tree", linux, "--tests", TEST, "--arch", "ppc32", "--run-on", "vm", "--bench-runs", "0",
+                    "--no-checkpatch", "--format", "json", tmp=tmp_path / "panic", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
+    doc = result.json()
+    runs = _runs(doc)
+    assert runs[(TEST, "base", "plain")]["result"] == "pass"
+    assert runs[(TEST, "patched", "plain")]["reason"] == "not run: the kernel died: Kernel panic - not syncing: reviewer test: a panic on purpose"
+    errors = [f for f in doc["findings"] if f["level"] == "error"]
+    assert [(f["rule"], f["message"]) for f in errors] == [("vm", "the patched kernel: Kernel panic - not syncing: reviewer test: a panic on purpose")]
+    assert any("kernel_init" in line for line in errors[0]["quote"]), errors[0]["quote"]
+    assert _qemu_running() == []
+    result.assert_nothing_left()
+
+    path = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
+    old = "\tksft_print_header();\n"
+    mbox, _ = edit_series(linux, linux_head, path, old, old + "\tfor (;;)\n\t\tpause();\n", "selftests/vDSO: Hang on purpose",
+                          "A test that never ends.", tmp_path / "hang.mbox")
+    result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc32", "--run-on", "vm", "--test-timeout", "5",
+                    "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch", "--format", "json", tmp=tmp_path / "hang", timeout=3600)
+    assert result.rc == ExitStatus.SELFTESTS, _why(result)
+    runs = _runs(result.json())
+    for env in ("plain", "timens"):
+        assert runs[(TEST, "base", env)]["result"] == "pass"
+        hung = runs[(TEST, "patched", env)]
+        assert hung["result"] == "timeout" and hung["reason"].startswith("killed after 5s (--test-timeout"), hung
+        assert 5 <= hung["seconds"] < 15 and hung["where"].endswith(" ppc32 tcg"), hung
     assert _qemu_running() == []
     result.assert_nothing_left()

@@ -111,12 +111,16 @@ def test_on_the_host_the_change_cannot_show(linux: Path, fallback: tuple[Path, s
     assert not any(r["name"].startswith("vm:") for r in doc["selftests"])
 
 
-@pytest.fixture(scope="module")
-def panicking(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def panic_series(linux: Path, linux_head: str, out: Path) -> Path:
+    """A series whose kernel (any architecture's: init/main.c) panics before its init runs."""
     old = "\tkernel_init_freeable();\n"
     return edit_series(linux, linux_head, "init/main.c", old, old + '\tpanic("reviewer test: a panic on purpose");\n',
-                       "init: Panic on purpose", "A kernel that dies before its init runs.",
-                       tmp_path_factory.mktemp("series") / "panic.mbox")[0]
+                       "init: Panic on purpose", "A kernel that dies before its init runs.", out)[0]
+
+
+@pytest.fixture(scope="module")
+def panicking(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return panic_series(linux, linux_head, tmp_path_factory.mktemp("series") / "panic.mbox")
 
 
 def test_a_panicking_kernel_is_one_finding_quoting_its_console(linux: Path, panicking: Path, tmp_path: Path,

@@ -49,7 +49,7 @@ def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: P
     assert vm.decide(LIB, "vm", tree, ["ppc64le"]).arch.name == "ppc64le"  # type: ignore[union-attr]  # --arch
     loong = vm.decide(["arch/loongarch/vdso/vgetrandom.c"], "auto", tree)
     assert not loong.vm and loong.missing.startswith("no loongarch guest can be booted here: Debian 12 has no LoongArch gcc")
-    assert vm.decide(LIB, "vm", tree, ["arm64"]).missing == "no arm64 guest can be booted here (guests: x86_64, ppc64le)"
+    assert vm.decide(LIB, "vm", tree, ["arm64"]).missing == "no arm64 guest can be booted here (guests: x86_64, ppc64le, ppc32)"
     bare = vm.decide(LIB, "vm", tmp_path / "nowhere")
     assert not bare.vm and "is not a kernel tree with arch/x86/" in bare.missing
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -69,6 +69,31 @@ def test_the_fragment_is_the_userspace_set_and_the_tests_own_config(tmp_path: Pa
     assert lines[len(own):] == ("CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
     ppc = kernel.fragment(tmp_path, ["timens"], GUESTS["ppc64le"])
     assert "CONFIG_PPC_OF_BOOT_TRAMPOLINE=y" in ppc and "CONFIG_ACPI=y" not in ppc and "CONFIG_9P_FS=y" in ppc
+    ppc32 = kernel.fragment(tmp_path, ["timens"], GUESTS["ppc32"])  # an initramfs guest: no 9p, virtio or overlay root
+    assert "CONFIG_SERIAL_PMACZILOG_TTYS=y" in ppc32 and "CONFIG_TIME_NS=y" in ppc32 and "CONFIG_GENERIC_VDSO_TIME_NS=y" in ppc32
+    assert not {f"CONFIG_{s}=y" for s in kernel.SHARED_ROOT} & set(ppc32)
     (d / "config").unlink()
     (d / "config").symlink_to("/etc/passwd")
     assert kernel.asked(tmp_path, "timens") == []  # the series' file: never through a link
+
+
+def test_a_32_bit_powerpc_guest_needs_no_root_and_no_vng(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "arch/powerpc").mkdir()
+    (tree / "arch/powerpc/Makefile").write_text("# powerpc\n")
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", str(tmp_path / "no-roots"))
+    d = vm.decide(["arch/powerpc/kernel/vdso/vgetrandom.c"], "auto", tree, ["ppc32"])
+    assert d.vm and d.arch is GUESTS["ppc32"] and not d.missing
+    assert root.missing(GUESTS["ppc32"]) == ""
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
+    none = vm.decide(["arch/powerpc/kernel/vdso/vgetrandom.c"], "auto", tree, ["ppc32"])
+    assert none.missing.startswith("booting a ppc32 guest needs qemu-system-ppc, ") and "vng" not in none.missing
+    assert "powerpc-linux-gnu-gcc" in none.missing and "gcc-powerpc-linux-gnu" in none.missing
+
+
+def test_ppc64le_guests_say_once_that_they_cannot_test_vdso32() -> None:
+    gap = vm.uncovered(["arch/powerpc/kernel/vdso/vgetrandom.c", "arch/powerpc/kernel/vdso/vdso32.lds.S"], GUESTS["ppc64le"])
+    assert gap is not None and gap.message == "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32"
+    assert gap.hint is not None and gap.hint.startswith("--arch ppc32 ")
+    assert vm.uncovered(["arch/powerpc/kernel/vdso/vgetrandom.c"], GUESTS["ppc32"]) is None
+    assert vm.uncovered(["arch/powerpc/mm/fault.c", "lib/vdso/getrandom.c"], GUESTS["ppc64le"]) is None

@@ -41,3 +41,7 @@ def test_finishing_a_root_adds_what_installing_would_have(tmp_path: Path) -> Non
     assert (r / "etc/passwd").read_text().startswith("root:x:0:0:")
     assert not (r / "usr/share/doc").exists() and not (r / "usr/lib/powerpc64le-linux-gnu/gconv").exists()
     assert all((r / d).is_dir() for d in ("dev", "proc", "sys", "tmp", "run"))
+    ppc32 = review("guest-root", "ppc32", tmp=tmp_path / "tmp2")
+    assert ppc32.rc == ExitStatus.USAGE
+    assert ppc32.stderr == ("review: error: guest-root 'ppc32': a ppc32 guest needs no root (it boots an initramfs of the tests "
+                            "and reviewer's own init)\nhint: roots are made for: ppc64le\n")
