@@ -126,10 +126,21 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
 
 
 def image_path(git: Path, commit: str, env: str, lines: tuple[str, ...], cache: Path, how: How = How()) -> Path:
-    """Where the cache keeps the kernel of COMMIT in ENV: named by the commit's tree, the fragment and the make variables."""
-    content = git_run(git, "rev-parse", f"{commit}^{{tree}}", timeout=srctree.GIT_TIMEOUT).strip()
+    """Where the cache keeps the kernel of COMMIT in ENV: named by what the kernel is built from, the fragment and the
+    make variables."""
+    content = kernel_content(git, commit)
     key = hashlib.sha256("\n".join((content, *lines, *(how.variables or ()))).encode()).hexdigest()[:16]
     return cache / "images" / f"{content[:12]}-{env}-{key}.{Path(how.image).name}"
+
+
+def kernel_content(git: Path, commit: str) -> str:
+    """An id of COMMIT's tree without tools/testing/: no kernel build reads the selftests, so a commit that changes only
+    them has its parent's kernel. (The rest of tools/ stays in: objtool is built from it and run on every object.)"""
+    top = git_run(git, "ls-tree", commit, timeout=srctree.GIT_TIMEOUT).splitlines()
+    tools = git_run(git, "ls-tree", f"{commit}:tools", timeout=srctree.GIT_TIMEOUT).splitlines() if any(
+        ln.endswith("\ttools") and " tree " in ln for ln in top) else []
+    kept = [ln for ln in top if not ln.endswith("\ttools")] + ["tools/" + ln for ln in tools if not ln.endswith("\ttesting")]
+    return hashlib.sha1("\n".join(kept).encode()).hexdigest()
 
 
 def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str],

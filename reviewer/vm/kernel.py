@@ -34,6 +34,10 @@ USERSPACE = (
 # What only virtme-ng's shared root needs: an initramfs guest (vm/initramfs.py) is built without it.
 SHARED_ROOT = ("VIRTIO_MENU", "VIRTIO", "VIRTIO_PCI", "VIRTIO_MMIO", "VIRTIO_CONSOLE", "NETWORK_FILESYSTEMS", "NET_9P",
                "NET_9P_VIRTIO", "9P_FS", "OVERLAY_FS", "HVC_DRIVER")
+# Off unless a test directory's config asks for them: 9p's `imply INET` would bring IPv4, IPv6 and, with NET,
+# ethtool's netlink (some 130 objects of the x86_64 guest's 1,100), and TTY's VT console its input layer, which a
+# guest on a serial or hvc console does not use.
+UNWANTED = ("INET", "ETHTOOL_NETLINK", "VT", "INPUT")
 _LINE = re.compile(r"^CONFIG_(?P<name>\w+)=(?P<value>\S+)\s*$")
 
 
@@ -46,10 +50,10 @@ def fragment(tree: Path, dirs: Iterable[str], arch: GuestArch = GUESTS["x86_64"]
     """.config lines: the architecture's symbols and the userspace set, then each test directory's `config`
     (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
     userspace = [s for s in USERSPACE if not (arch.initramfs and s in SHARED_ROOT)]
-    lines = [f"CONFIG_{s}=y" for s in (*arch.symbols, *userspace)]
-    for d in dirs:
-        lines += asked(tree, d)
-    return tuple(dict.fromkeys(lines))
+    tests = [line for d in dirs for line in asked(tree, d)]
+    named = {m[1] for line in tests if (m := re.search(r"CONFIG_(\w+)", line))}
+    off = [f"# CONFIG_{s} is not set" for s in UNWANTED if s not in named]
+    return tuple(dict.fromkeys([*(f"CONFIG_{s}=y" for s in (*arch.symbols, *userspace)), *off, *tests]))
 
 
 def asked(tree: Path, test_dir: str) -> list[str]:

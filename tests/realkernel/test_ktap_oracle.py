@@ -40,6 +40,10 @@ Leaf = tuple[tuple[str, ...], str]
 
 @pytest.fixture(scope="module")
 def kp(linux: Path) -> ModuleType:
+    return kunit_parser(linux)
+
+
+def kunit_parser(linux: Path) -> ModuleType:
     """The tree's kunit_parser module, with its progress printing sent nowhere."""
     sys.path.insert(0, str(linux / KUNIT))
     try:

@@ -1,4 +1,5 @@
-"""The kernel cache's key: a commit's tree, not the commit (git am makes a new commit of the same tree every review)."""
+"""The kernel cache's key: a commit's tree, not the commit (git am makes a new commit of the same tree every review),
+and not its selftests (no kernel build reads tools/testing/)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -44,3 +45,19 @@ def test_the_second_commit_of_a_tree_reuses_its_kernel_without_building(tmp_path
     side = runner.side(repo, again, "patched", "vm-x86_64", (), cache, timeout=1.0)
     assert side.build.ok and side.build.image == image and side.build.log == "(cached image)"
     assert not (cache / "src").exists()  # nothing was checked out, so nothing was built
+
+
+def test_a_commit_that_changes_only_the_selftests_has_its_parents_kernel(tmp_path: Path) -> None:
+    repo, (first, _, _) = _repo(tmp_path)
+    work = repo.parent
+    git(work, "checkout", "-q", first)
+    image = {}
+    for name, path in (("test", "tools/testing/selftests/x/t.c"), ("objtool", "tools/objtool/check.c"), ("other", "tools/testing.c")):
+        (work / path).parent.mkdir(parents=True, exist_ok=True)
+        (work / path).write_text(f"/* {name} */\n")
+        git(work, "add", path)
+        git(work, "commit", "-q", "-m", name)
+        image[name] = runner.image_path(repo, "HEAD", "vm-x86_64", (), tmp_path / "cache")
+        git(work, "reset", "-q", "--hard", first)
+    assert image["test"] == runner.image_path(repo, first, "vm-x86_64", (), tmp_path / "cache")
+    assert image["objtool"] != image["test"] and image["other"] != image["test"] and image["objtool"] != image["other"]

@@ -66,7 +66,12 @@ def test_the_fragment_is_the_userspace_set_and_the_tests_own_config(tmp_path: Pa
     lines = kernel.fragment(tmp_path, ["timens", "vDSO"])  # vDSO has no config file in 6.12
     own = GUESTS["x86_64"].symbols + kernel.USERSPACE
     assert lines[: len(own)] == tuple(f"CONFIG_{s}=y" for s in own)
-    assert lines[len(own):] == ("CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
+    off = tuple(f"# CONFIG_{s} is not set" for s in kernel.UNWANTED)
+    assert lines[len(own):] == (*off, "CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
+    (d / "config").write_text("CONFIG_INET=y\nCONFIG_IPV6=y\n")  # a test that needs the network keeps it
+    net = kernel.fragment(tmp_path, ["timens"])
+    assert "# CONFIG_INET is not set" not in net and net[-2:] == ("CONFIG_INET=y", "CONFIG_IPV6=y") and "# CONFIG_VT is not set" in net
+    (d / "config").write_text("CONFIG_TIME_NS=y\nCONFIG_GENERIC_VDSO_TIME_NS=m\n")
     ppc = kernel.fragment(tmp_path, ["timens"], GUESTS["ppc64le"])
     assert "CONFIG_PPC_OF_BOOT_TRAMPOLINE=y" in ppc and "CONFIG_ACPI=y" not in ppc and "CONFIG_9P_FS=y" in ppc
     ppc32 = kernel.fragment(tmp_path, ["timens"], GUESTS["ppc32"])  # an initramfs guest: no 9p, virtio or overlay root
