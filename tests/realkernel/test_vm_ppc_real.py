@@ -23,7 +23,20 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.helpers import review
 from tests.realkernel.kernel import commit, edit_series, format_patch, git, show
-from tests.realkernel.test_vm_real import AUTHOR, BENCH, CHECK, FLAGS, SPIN, TEST, _qemu_running, _runs, _why, panic_series, short_bench
+from tests.realkernel.test_vm_real import (
+    AUTHOR,
+    BENCH,
+    CHECK,
+    FLAGS,
+    SPIN,
+    TEST,
+    _qemu_running,
+    _runs,
+    _why,
+    bench_text,
+    panic_series,
+    short_bench,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
 CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
@@ -95,13 +108,15 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     # the tests' `make ARCH=powerpc headers` needs it, and gets it. The series is the x86_64 benchmark's (a spin in
     # every call, on the base with a tenth of bench-single's trials): the test passes on both kernels, and
     # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour slower.
+    # --slower-than 1.5: the libc and syscall flavours do the same work on both sides, yet timens runs under TCG
+    # here were 25% apart (12.0 s against 9.6 s); the spin is ten times, far beyond either threshold.
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
     base = short_bench(linux, linux_head)
     mbox, _ = edit_series(linux, base, GENERIC, FLAGS, SPIN + FLAGS, "vdso: getrandom: Spin in every call",
                           "Every architecture's vDSO getrandom() slower, on purpose.", tmp_path / "generic.mbox")
     result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc64le", "--env", "plain,timens", "--bench-runs", "2",
-                    "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
+                    "--slower-than", "1.5", "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
     assert result.rc == ExitStatus.OK, _why(result)  # slower is a warning
     doc = result.json()
     runs = _runs(doc)
@@ -114,8 +129,8 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     assert set(marks) == {(m, e) for m in ("vdso", "libc", "syscall") for e in ("plain", "timens")}, doc["benchmarks"]
     for env in ("plain", "timens"):
         vdso = marks[("vdso", env)]
-        assert vdso["verdict"] == "slower" and vdso["runs"] == 2 and vdso["where"].startswith("booted ppc64le tcg: base "), vdso
-        assert all(marks[(m, env)]["verdict"] != "slower" for m in ("libc", "syscall")), doc["benchmarks"]
+        assert vdso["verdict"] == "slower" and vdso["runs"] == 2 and vdso["where"].startswith("booted ppc64le tcg: base "), bench_text(doc)
+        assert all(marks[(m, env)]["verdict"] != "slower" for m in ("libc", "syscall")), bench_text(doc)
     warnings = sorted(f["message"] for f in doc["findings"] if f["rule"] == "benchmarks")
     assert len(warnings) == 2 and all("vdso" in w for w in warnings), warnings
     assert _qemu_running() == []
