@@ -2,9 +2,10 @@
 """What running the selftests in the series' kernels costs (issue 17), per architecture, against doing
 the same by hand with virtme-ng (the anchor).
 
-On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32; the others print why not):
+On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32,arm64; the others print why not):
 - incremental kernel build: a one-line change to the vDSO's getrandom() (lib/vdso/getrandom.c for
-  x86_64, arch/powerpc/kernel/vdso/vgetrandom.c for ppc64le) on top of a built base.
+  x86_64, arch/powerpc/kernel/vdso/vgetrandom.c for ppc64le and ppc32, arch/arm64/kernel/vdso/vgetrandom.c
+  for arm64) on top of a built base.
   Ours: reviewer.vm.kernels() for a new commit (the cache's build directory, the sandbox, ccache).
   By hand: the same change in a checkout, `make O=DIR -j2 bzImage` (ppc64le: ARCH=powerpc
   CROSS_COMPILE=powerpc64le-linux-gnu- vmlinux; ppc32: powerpc-linux-gnu-) in a build directory of the same
@@ -55,6 +56,7 @@ CHANGE = {
     "ppc64le": ("arch/powerpc/kernel/vdso/vgetrandom.c", "\t\t\t     size_t opaque_len, const struct vdso_rng_data *vd)\n{\n"),
 }
 CHANGE["ppc32"] = CHANGE["ppc64le"]  # the same file builds VDSO32
+CHANGE["arm64"] = ("arch/arm64/kernel/vdso/vgetrandom.c", "void *opaque_state, size_t opaque_len)\n{\n")
 
 
 def timed(argv: list[str], cwd: Path | None = None, environ: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> float:
@@ -144,12 +146,12 @@ def hand_initramfs(image: Path, shared: list[Path], arch: GuestArch, jobs: list[
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cold", action="store_true", help="also time the first build of the guest kernel, ours and by hand")
-    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32)")
+    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32, arm64)")
     args = ap.parse_args()
     print(f"load average before: {os.getloadavg()}")
     for name in args.arch.split(","):
         one(GUESTS[name], args.cold)
-    for name in ("loongarch", "arm64", "riscv64", "s390x"):
+    for name in ("loongarch", "riscv64", "s390x"):
         print(f"  {name}: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
     print(f"load average after: {os.getloadavg()}")
 

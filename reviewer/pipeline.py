@@ -35,6 +35,7 @@ from reviewer.model import (
     StageResult,
     StageStatus,
     TestRun,
+    slower_than,
 )
 from reviewer.progress import QUIET, Progress
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
@@ -75,7 +76,7 @@ class Request:
     no_tests: bool = False  # --no-tests: do not even list them
     envs: tuple[str, ...] = ("plain",)
     bench_runs: int = 3
-    slower_than: float = SLOWER_THAN
+    slower_than: float | None = None  # --slower-than; None: model.slower_than()'s default for where the benchmarks ran
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
     run_on: str = "auto"  # --run-on: host | vm | auto (vm when the series changes the kernel)
@@ -165,7 +166,7 @@ class _Run:
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
     """Run every stage; return the review and the error that stopped it, if any."""
     with ExitStack() as stack:
-        run = _Run(stack, request.slower_than, progress=progress or QUIET)
+        run = _Run(stack, SLOWER_THAN if request.slower_than is None else request.slower_than, progress=progress or QUIET)
         try:
             _configure(run, request)
         except ConfigError as exc:
@@ -498,7 +499,8 @@ def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = No
         for wt in trees.values():
             worktree.widen(wt, [f"arch/{in_vm.srcarch}"])
     kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
-    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, request.slower_than,
+    limit = slower_than(request.slower_than, kernels.accel if kernels else "")
+    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, limit,
                                dict(request.test_env), request.benchmarks, request.test_timeout, kernels)
     out = selftest_stage.run(plan, trees, scratch, run.progress)
     return selftest_stage.SelftestResults((*early.runs, *out.runs), out.benchmarks, (*early.findings, *out.findings))
@@ -523,5 +525,5 @@ def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tupl
     where = {label: f"booted {c[:12]} {arch.name} {accel}" for label, c in commits.items()}
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "guests"
     both = f"booted {arch.name} {accel}: base {commits['base'][:12]}, patched {commits['patched'][:12]}"
-    kernels = inguest.Kernels(made.images, where, both, logs, arch=arch)
+    kernels = inguest.Kernels(made.images, where, both, logs, arch=arch, accel=accel)
     return kernels, selftest_stage.SelftestResults(made.runs, (), made.findings)

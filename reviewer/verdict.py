@@ -46,6 +46,7 @@ class Verdict:
     test: str  # what the test found, with the sample sizes: "Mann-Whitney U p=0.012, 8 runs per side"
     text: str  # the whole verdict, as the reports print it: "slower (ranges do not overlap, 3 runs per side)"
     p: float | None = None  # the Mann-Whitney U test's one-sided p
+    limit: float | None = None  # the threshold (--slower-than, or its default for where the runs were) it was judged against
 
     @property
     def significant(self) -> bool:
@@ -80,9 +81,9 @@ def judge(base: Sequence[float], patched: Sequence[float], limit: float) -> Verd
     beyond = ratio > limit if slower_side else ratio < 1 / limit
     if significant and beyond:
         outcome = Trend.SLOWER if slower_side else Trend.FASTER
-        return Verdict(outcome, method, test, f"{outcome} ({test})", p)
+        return Verdict(outcome, method, test, f"{outcome} ({test})", p, limit)
     label = f"within the {limit:g}x threshold" if significant and ratio != 1 else "no significant change"
-    return Verdict(Trend.NO_CHANGE, method, test, f"{label} ({test})", p)
+    return Verdict(Trend.NO_CHANGE, method, test, f"{label} ({test})", p, limit)
 
 
 def _mann_whitney_p(base: Sequence[float], patched: Sequence[float], alternative: str) -> float:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reviewer import model
 from reviewer.boot import ab, kconfig, qemu
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
@@ -42,7 +43,7 @@ class BootResults:
 
 def run_intests(
     base_wt: Path, patched_wt: Path, touched: Sequence[str], envs: tuple[str, ...], cache_dir: Path, timeout: float,
-    *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float = 1.25, boots: int = 3,
+    *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float | None = None, boots: int = 3,
     build_timeout: float = kconfig.BUILD_TIMEOUT, commits: tuple[str, str] | None = None,
     progress: Progress = QUIET, chosen: Sequence[tuple[InTest, str]] | None = None,
 ) -> BootResults:
@@ -167,11 +168,11 @@ def _again(previous: list[qemu.Boot]) -> bool:
     return last is not None and last.seconds < REPEAT_UNDER and ab.clean(last)
 
 
-def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], slower_than: float) -> BootResults:
+def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], asked: float | None) -> BootResults:
     runs = [r for s in sides.values() for r in ab.runs(tests, s)]
     findings = [f for s in sides.values() for f in ab.side_findings(s)]
-    bench, more = ab.compare(tests, sides["base"], sides["patched"], slower_than)
     accel = next((b.accel for s in sides.values() for b in s.boots), out.accel)
+    bench, more = ab.compare(tests, sides["base"], sides["patched"], model.slower_than(asked, accel))
     return BootResults((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
                    out.tests, out.config, out.logs, accel)
 

@@ -35,6 +35,7 @@ class Kernels:
     logs: Path | None = None  # the guests' consoles go here, one file per boot
     boot_timeout: float | None = None  # seconds to reach the first test (None: guest.BOOT_ALLOWANCE)
     arch: GuestArch = GUESTS["x86_64"]  # what the kernels and the tests are built for
+    accel: str = ""  # kvm | tcg: what booted them (the benchmarks' default threshold follows it)
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
     g = GUESTS.get(name) or BY_DIR.get(name)
     if g is None:
         return Decision(False, why, UNBOOTABLE.get(name) or UNBOOTABLE.get(TARGETS[name].srcarch if name in TARGETS else "")
-                        or f"no {name} guest can be booted here (guests: {', '.join(GUESTS)})")
+                        or f"the tool boots no {name} guests yet (its guests: {', '.join(GUESTS)})")
     if not (tree / "arch" / g.srcarch / "Makefile").is_file():
         return Decision(False, why, f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
     tools = _tools(g)

@@ -15,7 +15,7 @@ from scipy.stats import mannwhitneyu
 
 from reviewer.boot import ab, intests, kconfig
 from reviewer.boot.qemu import Boot
-from reviewer.model import BenchResult, Level, Person, Review, Series
+from reviewer.model import SLOWER_THAN, SLOWER_THAN_TCG, BenchResult, Level, Person, Review, Series, slower_than
 from reviewer.report import email, terminal
 from reviewer.report import json as json_report
 from reviewer.selftests import stage
@@ -119,6 +119,24 @@ def _boot_findings(base: list[float], patched: list[float]) -> list[str]:
     return [f.message for f in findings]
 
 
+# 3 v 3 shaped like what the real tier measured of a flavour doing the same work in two TCG-emulated kernel
+# builds (ppc64le guests, timens: 1.25x and 1.32x apart, the ranges apart): 1.32x here.
+TCG_SAME_WORK = ([9.4, 9.6, 9.7], [12.0, 12.7, 13.1])
+
+
+def test_under_tcg_the_default_threshold_is_wider_and_an_explicit_one_is_kept() -> None:
+    assert (SLOWER_THAN, SLOWER_THAN_TCG) == (1.25, 1.5)
+    assert [slower_than(None, a) for a in ("", "kvm", "tcg")] == [1.25, 1.25, 1.5]
+    assert [slower_than(1.1, a) for a in ("", "kvm", "tcg")] == [1.1, 1.1, 1.1]  # --slower-than says so
+    ratio = statistics.median(TCG_SAME_WORK[1]) / statistics.median(TCG_SAME_WORK[0])
+    assert ratio == pytest.approx(1.32, abs=0.005)
+    assert judge(*TCG_SAME_WORK, slower_than(None, "")).outcome is Trend.SLOWER  # on hardware 1.32x beyond the noise is news
+    under_tcg = judge(*TCG_SAME_WORK, slower_than(None, "tcg"))
+    assert under_tcg.outcome is Trend.NO_CHANGE and under_tcg.limit == 1.5
+    assert under_tcg.text == "within the 1.5x threshold (ranges do not overlap, 3 runs per side)"
+    assert judge([1.0, 1.1, 1.05], [6.0, 6.3, 6.1], 1.5).outcome is Trend.SLOWER  # the 6x VDSO32 slowdown still shows
+
+
 def test_boot_overlapping_boots_are_no_finding() -> None:
     assert _boot_findings([1000, 1500, 2000], [1900, 2100, 2300]) == []
 
@@ -147,6 +165,7 @@ def test_json_gives_each_benchmark_its_verdict_and_test() -> None:
     assert rows[1]["verdict"] == "slower" and rows[1]["test"] == "mann-whitney-u" and 0 < doc["benchmarks"][1]["p"] < 0.05
     assert rows[2] == {"verdict": "single-run", "test": None, "verdict_text": "one run per side: not a verdict"}
     assert doc["benchmarks"][0]["p"] is None
+    assert [b["threshold"] for b in doc["benchmarks"]] == [LIMIT, LIMIT, None]  # what each verdict was judged against
     json.dumps(doc)  # plain JSON types only
 
 

@@ -49,7 +49,9 @@ def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: P
     assert vm.decide(LIB, "vm", tree, ["ppc64le"]).arch.name == "ppc64le"  # type: ignore[union-attr]  # --arch
     loong = vm.decide(["arch/loongarch/vdso/vgetrandom.c"], "auto", tree)
     assert not loong.vm and loong.missing.startswith("no loongarch guest can be booted here: Debian 12 has no LoongArch gcc")
-    assert vm.decide(LIB, "vm", tree, ["arm64"]).missing == "no arm64 guest can be booted here (guests: x86_64, ppc64le, ppc32)"
+    assert vm.decide(LIB, "vm", tree, ["riscv64"]).missing == "the tool boots no riscv64 guests yet (its guests: x86_64, ppc64le, ppc32, arm64)"
+    arm = vm.decide(["arch/arm64/kernel/vdso/vgetrandom.c"], "auto", tree)
+    assert not arm.vm and arm.missing == f"{tree} is not a kernel tree with arch/arm64/ (its kernel cannot be built)"
     bare = vm.decide(LIB, "vm", tmp_path / "nowhere")
     assert not bare.vm and "is not a kernel tree with arch/x86/" in bare.missing
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))

@@ -27,7 +27,7 @@ def test_the_command_names_the_architectures_it_makes_roots_for(tmp_path: Path) 
     result = review("guest-root", "x86_64", tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.USAGE
     assert result.stderr == ("review: error: guest-root 'x86_64': not another architecture's guest\n"
-                             "hint: choose from: ppc64le (the machine's own boots its own root)\n")
+                             "hint: choose from: ppc64le, arm64 (the machine's own boots its own root)\n")
 
 
 def test_finishing_a_root_adds_what_installing_would_have(tmp_path: Path) -> None:
@@ -44,4 +44,4 @@ def test_finishing_a_root_adds_what_installing_would_have(tmp_path: Path) -> Non
     ppc32 = review("guest-root", "ppc32", tmp=tmp_path / "tmp2")
     assert ppc32.rc == ExitStatus.USAGE
     assert ppc32.stderr == ("review: error: guest-root 'ppc32': a ppc32 guest needs no root (it boots an initramfs of the tests "
-                            "and reviewer's own init)\nhint: roots are made for: ppc64le\n")
+                            "and reviewer's own init)\nhint: roots are made for: ppc64le, arm64\n")
