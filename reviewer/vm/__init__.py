@@ -25,6 +25,7 @@ RUN_ON = ("auto", "host", "vm")
 # What the kernel is not built from: a series changing only these is tested as it should be on the host.
 NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
 _POWERPC_VDSO = re.compile(r"^arch/powerpc/(kernel/vdso/|include/asm/vdso)")  # where VDSO32's sources are (with the 64-bit ones)
+_ARM64_COMPAT_VDSO = re.compile(r"^arch/arm64/kernel/vdso32/")  # the compat vDSO of 32-bit tasks: COMPAT kernels only
 # The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
 # and the Debian package or PyPI project that brings each.
 GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
@@ -46,10 +47,14 @@ class Decision:
 
 def uncovered(touched: Iterable[str], arch: GuestArch) -> Finding | None:
     """What ARCH's guests cannot test of a series touching TOUCHED, said once: the 32-bit powerpc vDSO, which a
-    ppc64le kernel does not have (CONFIG_VDSO32 needs a 32-bit or a big-endian kernel)."""
+    ppc64le kernel does not have (CONFIG_VDSO32 needs a 32-bit or a big-endian kernel), and arm64's compat vDSO,
+    which the guest kernel (no COMPAT) does not build and no 64-bit test program calls."""
     if arch.name == "ppc64le" and any(_POWERPC_VDSO.match(p) for p in touched):
         return Finding(RULE, Level.INFO, "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32",
                        hint="--arch ppc32 runs the tests in 32-bit powerpc kernels (qemu-system-ppc -M mac99), on the series' VDSO32")
+    if arch.name == "arm64" and any(_ARM64_COMPAT_VDSO.match(p) for p in touched):
+        return Finding(RULE, Level.INFO, "the arm64 guests ran the 64-bit vDSO only: their kernel has no COMPAT, so the series' "
+                       "arch/arm64/kernel/vdso32/ was neither built nor tested")
     return None
 
 

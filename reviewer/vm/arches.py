@@ -66,6 +66,7 @@ GUESTS: dict[str, GuestArch] = {g.name: g for g in (
               "vmlinux", "vmlinux", "qemu-system-ppc", "powerpc", "qemu-system-ppc", initramfs=True, machine="mac99",
               build_minutes=8, bench_minutes=4),
     GuestArch("arm64", "arm64", ("SERIAL_AMBA_PL011", "SERIAL_AMBA_PL011_CONSOLE", "RTC_DRV_PL031"),
-              "Image", "arch/arm64/boot/Image", "qemu-system-aarch64", "arm64", "qemu-system-arm"),
+              "Image", "arch/arm64/boot/Image", "qemu-system-aarch64", "arm64", "qemu-system-arm",
+              build_minutes=8),
 )}
 BY_DIR = {g.srcarch: g for g in reversed(GUESTS.values())}  # arch/<dir> -> its guest (the first of a directory's: powerpc's is ppc64le)

@@ -98,9 +98,13 @@ def test_a_32_bit_powerpc_guest_needs_no_root_and_no_vng(tree: Path, tmp_path: P
     assert "powerpc-linux-gnu-gcc" in none.missing and "gcc-powerpc-linux-gnu" in none.missing
 
 
-def test_ppc64le_guests_say_once_that_they_cannot_test_vdso32() -> None:
+def test_guests_say_once_which_vdso_they_cannot_test() -> None:
     gap = vm.uncovered(["arch/powerpc/kernel/vdso/vgetrandom.c", "arch/powerpc/kernel/vdso/vdso32.lds.S"], GUESTS["ppc64le"])
     assert gap is not None and gap.message == "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32"
     assert gap.hint is not None and gap.hint.startswith("--arch ppc32 ")
     assert vm.uncovered(["arch/powerpc/kernel/vdso/vgetrandom.c"], GUESTS["ppc32"]) is None
     assert vm.uncovered(["arch/powerpc/mm/fault.c", "lib/vdso/getrandom.c"], GUESTS["ppc64le"]) is None
+    compat = vm.uncovered(["arch/arm64/kernel/vdso32/vgettimeofday.c", "arch/arm64/kernel/vdso/vgetrandom.c"], GUESTS["arm64"])
+    assert compat is not None and compat.message.startswith("the arm64 guests ran the 64-bit vDSO only: their kernel has no COMPAT")
+    assert vm.uncovered(["arch/arm64/kernel/vdso/vgetrandom.c"], GUESTS["arm64"]) is None
+    assert vm.uncovered(["arch/arm64/kernel/vdso32/vgettimeofday.c"], GUESTS["x86_64"]) is None
