@@ -138,7 +138,7 @@ def hand_initramfs(image: Path, shared: list[Path], arch: GuestArch, jobs: list[
     with cpio.open("wb") as out:
         listing = subprocess.run(["find", "."], cwd=top, capture_output=True, check=True).stdout
         subprocess.run(["cpio", "-o", "-H", "newc", "--quiet"], cwd=top, input=listing, stdout=out, check=True)
-    timed(["qemu-system-ppc", "-M", arch.machine, "-m", "512", "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot",
+    timed([arch.qemu, "-M", arch.machine, "-m", "512", "-display", "none", "-monitor", "none", "-nic", "none", "-no-reboot",
            "-serial", "stdio", "-kernel", str(image), "-initrd", str(cpio), "-append", "console=ttyS0 panic=-1 printk.devkmsg=on"])
     return time.perf_counter() - start
 
@@ -199,7 +199,7 @@ def one(arch: GuestArch, cold: bool) -> None:
     sandbox = Sandbox(WORK / "scratch")
     ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
                                   for _ in range(RUNS))
-    how = "cpio + qemu-system-ppc, by hand" if arch.initramfs else "vng --exec true, by hand"  # vng cannot boot an initramfs guest
+    how = f"cpio + {arch.qemu}, by hand" if arch.initramfs else "vng --exec true, by hand"  # vng cannot boot an initramfs guest
     rows += [(f"boot to the first test: {how}", by_hand, None, f"anchor, median of {RUNS}"),
              ("boot to the first test: reviewer.vm.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
     # The whole review against the hand workflow.

@@ -166,7 +166,7 @@ class _Run:
 def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
     """Run every stage; return the review and the error that stopped it, if any."""
     with ExitStack() as stack:
-        run = _Run(stack, SLOWER_THAN if request.slower_than is None else request.slower_than, progress=progress or QUIET)
+        run = _Run(stack, slower_than(request.slower_than, ""), progress=progress or QUIET)
         try:
             _configure(run, request)
         except ConfigError as exc:

@@ -73,7 +73,7 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     # every call, on the base with a tenth of bench-single's trials): the test passes on both kernels, and
     # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour slower.
     # The default threshold under TCG, 1.5x: the libc and syscall flavours do the same work on both sides, yet
-    # timens runs under TCG here were 25% and 32% apart (12.0 s against 9.6 s); the spin is ten times, far beyond it.
+    # timens runs under TCG here were 1.25x (12.0 s against 9.6 s) and 1.32x apart; the spin is ten times, far beyond it.
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
     base = short_bench(linux, linux_head)
