@@ -51,7 +51,7 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
 
 @sub_app.command("guest-root", cls=WideHelp, help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
 def guest_root_command(
-    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le (ppc32 needs none).")],
+    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le or arm64 (ppc32, riscv64 and s390x need none).")],
 ) -> None:
     from reviewer.vm import root
     from reviewer.vm.arches import GUESTS

@@ -50,6 +50,7 @@ from pathlib import Path
 
 from reviewer.errors import ConfigError
 from reviewer.proc import Sandboxed, Side, run_group
+from reviewer.run import ending
 
 YEAR = 365 * 24 * 3600
 ENVS: dict[str, tuple[str, ...]] = {
@@ -101,7 +102,10 @@ class Sandbox:
             writable: Sequence[Path] = (), readable: Sequence[Path] = (), hide: Sequence[Path] = ()) -> Sandboxed:
         """ARGV in the sandbox, from CWD. Writable: TREE (default: CWD), WRITABLE and the scratch;
         READABLE are bound read-only (for paths under the hidden areas); HIDE are more git
-        directories to replace by decoys (a worktree's own is found from its `.git`)."""
+        directories to replace by decoys (a worktree's own is found from its `.git`). Nothing starts
+        once the run is ending (a thread of the run's that missed the signal: Interrupted)."""
+        if (signum := ending.interrupted()) is not None:
+            raise ending.Interrupted(signum)
         tools = _tools()
         self.scratch.mkdir(parents=True, exist_ok=True)
         scratch = self.scratch.resolve()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,29 +45,32 @@ def for_tests(refs: list[TestRef], asked: tuple[str, ...] = ()) -> list[Benchmar
     return [b for b in relevant if not b.opt_in or b.name in asked]
 
 
-RunOne = Callable[[str, Path], TestRun]  # (tree, worktree) -> one run of the benchmark there
+RunOne = Callable[[str, Path, Sequence[str]], dict[str, TestRun]]  # (tree, worktree, envs) -> one run of the benchmark there per env
 
 
-def measure(bench: Benchmark, trees: dict[str, Path], env: str, sandbox: Sandbox, runs: int,
+def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandbox: Sandbox, runs: int,
             on_run: Callable[[str], None] = lambda _: None, run_one: RunOne | None = None) -> Iterator[BenchResult]:
-    """Run BENCH RUNS times on each tree, alternating, and compare medians per metric; ON_RUN hears of each run.
-    RUN_ONE runs it once on a tree (default: in the sandbox, on this machine's kernel)."""
-    samples: dict[str, dict[str, list[float]]] = {label: {} for label in trees}
-    notes: list[str] = []
+    """Run BENCH RUNS times on each tree, alternating, in each of ENVS, and compare medians per environment and
+    metric; ON_RUN hears of each run. RUN_ONE runs it once on a tree in every environment (in a guest: one boot for
+    all of them); default: in the sandbox, on this machine's kernel, one environment after the other."""
+    samples: dict[str, dict[str, dict[str, list[float]]]] = {env: {label: {} for label in trees} for env in envs}
+    notes: dict[str, list[str]] = {env: [] for env in envs}
     for i in range(runs):
         for label, wt in trees.items():
-            on_run(f"benchmark {bench.name} on {label} ({env}), run {i + 1} of {runs}")
-            run = (run_one(label, wt) if run_one is not None else
-                   run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout))
-            found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
-            if not found:
-                notes.append(f"{label}: {run.result} {run.reason}".strip())
-            for metric, value in found.items():
-                samples[label].setdefault(metric, []).append(value)
-    metrics = dict.fromkeys(m for side in samples.values() for m in side)
-    for metric in metrics:
-        yield _compare(bench, env, metric, samples.get("base", {}).get(metric, []),
-                       samples.get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes)))
+            on_run(f"benchmark {bench.name} on {label} ({', '.join(envs)}), run {i + 1} of {runs}")
+            got = (run_one(label, wt, envs) if run_one is not None else
+                   {env: run_test(wt, bench.test, tree=label, env=env, sandbox=sandbox, args=bench.args, timeout=bench.timeout)
+                    for env in envs})
+            for env, run in got.items():
+                found = {m["metric"]: float(m["value"]) for m in bench.pattern.finditer(run.log)}
+                if not found:
+                    notes[env].append(f"{label}: {run.result} {run.reason}".strip())
+                for metric, value in found.items():
+                    samples[env][label].setdefault(metric, []).append(value)
+    for env in envs:
+        for metric in dict.fromkeys(m for side in samples[env].values() for m in side):
+            yield _compare(bench, env, metric, samples[env].get("base", {}).get(metric, []),
+                           samples[env].get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes[env])))
 
 
 def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str) -> BenchResult:

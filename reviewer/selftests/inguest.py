@@ -7,6 +7,7 @@ What the guest's console shows of the kernel itself (a panic, an oops, a hang) i
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -54,32 +55,64 @@ class Batch:
     kinds: frozenset[str] = frozenset()  # its guest's faults, as kinds(): what the patched side is compared with
 
 
-def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: Sandbox, cap: float = MAX_TEST_SECONDS,
-        tag: str = "", known: frozenset[str] = frozenset()) -> Batch:
-    """ITEMS on the tree LABEL (worktree WT) in its kernel: a run per item, and the guest's own faults as findings
-    (KNOWN: the kinds of fault the base's guest showed, which on the patched side are not the series')."""
+@dataclass(frozen=True)
+class Booted:
+    """One tree's boot, before its faults are judged against the base's: what each item started as, and the guest's run."""
+
+    label: str
+    starts: tuple[Start | TestRun, ...]
+    items: tuple[Item, ...]
+    guest: guest.GuestRun | None  # None: no job to run, or no kernel
+    image: bool  # the tree's kernel built
+    tag: str = ""
+
+
+def boot(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: Sandbox, cap: float = MAX_TEST_SECONDS,
+         tag: str = "") -> Booted:
+    """ITEMS on the tree LABEL (worktree WT) in its kernel: one boot running every item that could start."""
     image = kernels.images.get(label)
-    starts: list[Start | TestRun] = [prepare(wt, i.ref, tree=label, env=i.env, args=i.args, timeout=i.timeout, cap=cap) for i in items]
-    if image is None:
-        return Batch(tuple(_not_run(s, i, label, "its kernel did not build") for s, i in zip(starts, items, strict=True)), ())
+    starts = tuple(prepare(wt, i.ref, tree=label, env=i.env, args=i.args, timeout=i.timeout, cap=cap) for i in items)
     ready = [s for s in starts if isinstance(s, Start)]
+    if image is None or not ready:
+        return Booted(label, starts, tuple(items), None, image is not None, tag)
     jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
     log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
-    booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch) if jobs else None
-    got = dict(zip((id(s) for s in ready), booted.ran if booted else (), strict=False))
+    booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch)
+    return Booted(label, starts, tuple(items), booted, True, tag)
+
+
+def judge(kernels: Kernels, b: Booted, known: frozenset[str] = frozenset()) -> Batch:
+    """A run per item of B, and its guest's own faults as findings (KNOWN: the kinds of fault the base's guest
+    showed, which on the patched side are not the series')."""
+    if not b.image:
+        return Batch(tuple(_not_run(s, i, b.label, "its kernel did not build") for s, i in zip(b.starts, b.items, strict=True)), ())
+    ready = [s for s in b.starts if isinstance(s, Start)]
+    got = dict(zip((id(s) for s in ready), b.guest.ran if b.guest else (), strict=False))
     runs = []
-    for s in starts:
+    for s in b.starts:
         if isinstance(s, TestRun):
             runs.append(s)
         elif (r := got.get(id(s))) is not None:
             runs.append(outcome(s, r.output, r.returncode, r.seconds, r.timed_out))
         else:
-            assert booted is not None
-            runs.append(TestRun(s.name, label, s.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{fault(booted)}"))
-    where = kernels.where.get(label, "")
-    findings = tuple(faults(booted, label, tag, known)) if booted else ()
-    return Batch(tuple(replace(r, where=where) for r in runs), findings, booted.accel if booted else "",
-                 run_kinds(booted) if booted else frozenset())
+            assert b.guest is not None
+            runs.append(TestRun(s.name, b.label, s.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{fault(b.guest)}"))
+    where = kernels.where.get(b.label, "")
+    findings = tuple(faults(b.guest, b.label, b.tag, known)) if b.guest else ()
+    return Batch(tuple(replace(r, where=where) for r in runs), findings, b.guest.accel if b.guest else "",
+                 run_kinds(b.guest) if b.guest else frozenset())
+
+
+def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: Sandbox, cap: float = MAX_TEST_SECONDS,
+        tag: str = "", known: frozenset[str] = frozenset()) -> Batch:
+    """ITEMS on the tree LABEL (worktree WT) in its kernel: a run per item, and the guest's own faults as findings
+    (KNOWN: the kinds of fault the base's guest showed, which on the patched side are not the series')."""
+    return judge(kernels, boot(kernels, label, wt, items, sandbox, cap, tag), known)
+
+
+def parallel() -> int:
+    """How many guests may run at once: one per core, two at most (base and patched), each on one vCPU."""
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def _not_run(start: Start | TestRun, item: Item, label: str, why: str) -> TestRun:

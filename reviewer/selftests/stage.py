@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import ktap
 from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
-from reviewer.run import private
+from reviewer.run import ending, private
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
@@ -87,30 +88,27 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                         runs.append(o.run)
                         seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
     else:
-        progress.expect(len(lists))
-        known: frozenset[str] = frozenset()  # the base guest's faults
+        asks: dict[str, list[inguest.Item]] = {}
         for label, per in lists.items():
-            items = []
+            asks[label] = []
             for env in plan.envs:
                 for ref in refs:
                     if (skip := _unlisted_skip(ref, label, env, per[ref.dir], ref in asked)) is not None:
                         runs += [skip] if isinstance(skip, TestRun) else []
                     else:
-                        items.append(inguest.Item(ref, env))
-            progress.advance(f"boot the {label} kernel and run {len(items)} test{'s' if len(items) != 1 else ''} in it")
-            batch = inguest.run(plan.kernels, label, trees[label], items, sandbox, plan.test_timeout, known=known)
-            known |= batch.kinds if label == "base" else frozenset()
+                        asks[label].append(inguest.Item(ref, env))
+        for batch in _in_guests(plan.kernels, plan.test_timeout, asks, trees, sandbox, progress):
             runs += batch.runs
             seen += batch.findings
     findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
     # A benchmark means something only as a comparison: both trees must have built.
     comparable = len(trees) > 1 and all(built.values()) and plan.bench_runs > 0  # --bench-runs 0: none
-    benches = [(b, env) for b in (bench.for_tests(refs, plan.benchmarks) if comparable else []) for env in plan.envs]
+    benches = bench.for_tests(refs, plan.benchmarks) if comparable else []
     progress.expect(len(benches) * plan.bench_runs * len(trees))
     measured: list[BenchResult] = []
-    for b, env in benches:
-        run_one = _in_guest(plan.kernels, b, env, sandbox, findings) if plan.kernels is not None else None
-        measured += bench.measure(b, trees, env, sandbox, plan.bench_runs, on_run=progress.advance, run_one=run_one)
+    for b in benches:
+        run_one = _in_guest(plan.kernels, b, sandbox, findings) if plan.kernels is not None else None
+        measured += bench.measure(b, trees, plan.envs, sandbox, plan.bench_runs, on_run=progress.advance, run_one=run_one)
     results, slower = judge_benchmarks(measured, plan.slower_than)
     if plan.kernels is not None:  # each row ran in its tree's kernel, and says which
         here = plan.kernels.where
@@ -123,18 +121,49 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                            tuple(findings + slower))
 
 
-def _in_guest(kernels: inguest.Kernels, b: bench.Benchmark, env: str, sandbox: Sandbox, findings: list[Finding]) -> bench.RunOne:
-    """A benchmark run in a tree's own kernel: one boot per run, alternating (bench.measure's order); the
-    guests' faults join FINDINGS."""
+def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[inguest.Item]], trees: dict[str, Path], sandbox: Sandbox,
+               progress: Progress) -> list[inguest.Batch]:
+    """Each tree's ITEMS in its own kernel, one boot a tree, the base's and the patched one's at once when the machine
+    has the cores (each guest has one vCPU; each gets a scratch of its own); the patched side's faults are then judged
+    against the base's."""
+    progress.expect(len(asks))
+    pool = ThreadPoolExecutor(max_workers=inguest.parallel(), thread_name_prefix="guest")
+    pending: dict[str, Future[inguest.Booted]] = {}
+    try:
+        for label, items in asks.items():
+            progress.advance(f"boot the {label} kernel and run {len(items)} test{'s' if len(items) != 1 else ''} in it")
+            own = replace(sandbox, scratch=sandbox.scratch / f"guest-{label}")
+            pending[label] = pool.submit(inguest.boot, kernels, label, trees[label], items, own, cap)
+        booted = {label: f.result() for label, f in pending.items()}
+    except BaseException:  # Ctrl-C: the signal stopped what was running; a thread may have started a guest just after
+        for f in pending.values():
+            f.cancel()
+        while ending.interrupted() is not None and wait(pending.values(), timeout=0.5).not_done:
+            ending.stop_children(ending.GRACE)
+        raise
+    finally:
+        pool.shutdown(wait=True)
+    known: frozenset[str] = frozenset()  # the base guest's faults
+    out = []
+    for label, b in booted.items():
+        batch = inguest.judge(kernels, b, known)
+        known |= batch.kinds if label == "base" else frozenset()
+        out.append(batch)
+    return out
+
+
+def _in_guest(kernels: inguest.Kernels, b: bench.Benchmark, sandbox: Sandbox, findings: list[Finding]) -> bench.RunOne:
+    """A benchmark run in a tree's own kernel: one boot per run, alternating (bench.measure's order), running it in
+    every environment; the guests' faults join FINDINGS."""
     count = iter(range(1, 1 << 30))
     known: set[str] = set()  # the faults the base's guests showed
 
-    def run_one(label: str, wt: Path) -> TestRun:
-        batch = inguest.run(kernels, label, wt, [inguest.Item(b.test, env, b.args, b.timeout)], sandbox, tag=f"-bench-{next(count)}",
-                            known=frozenset(known))
+    def run_one(label: str, wt: Path, envs: Sequence[str]) -> dict[str, TestRun]:
+        items = [inguest.Item(b.test, env, b.args, b.timeout) for env in envs]
+        batch = inguest.run(kernels, label, wt, items, sandbox, tag=f"-bench-{next(count)}", known=frozenset(known))
         known.update(batch.kinds if label == "base" else ())
         findings.extend(f for f in batch.findings if f not in findings)
-        return batch.runs[0]
+        return dict(zip(envs, batch.runs, strict=True))
 
     return run_one
 

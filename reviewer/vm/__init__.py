@@ -91,6 +91,8 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
     if missing := [t for t in tools if tool(t) is None]:
         pkgs = ", ".join(dict.fromkeys(tools[t] for t in missing))
         return Decision(False, why, f"booting a {g.name} guest needs {', '.join(missing)} (install {pkgs})")
+    if firmware := [f"{f} (install {pkg})" for f, pkg in g.firmware if not Path(f).is_file()]:
+        return Decision(False, why, f"booting a {g.name} guest needs QEMU's firmware {', '.join(firmware)}")
     if not g.native and not (libc := Path("/usr") / g.target.cross.rstrip("-") / "include" / "stdio.h").is_file():
         return Decision(False, why, f"building the tests for {g.name} needs {libc} (install libc6-dev-{g.deb}-cross)")
     if lack := root.missing(g):
@@ -121,9 +123,11 @@ def tool(name: str) -> str | None:
 
 def cost(envs: Sequence[str], bench_runs: int, arch: GuestArch = GUESTS["x86_64"]) -> str:
     """What the tests in guests will take, roughly (2 cores; KERNEL-NOTES and this tool's bench/vm_cost.py)."""
-    bench = (f"; a benchmark boots once per run: {bench_runs} run(s) a tree and environment ({len(envs)}), "
-             f"bench-single about {arch.bench_minutes} min a run under TCG") if bench_runs else ""
-    boot = "about 30 s under TCG, a few seconds with KVM" if arch.native else "about 30 s under TCG (no KVM for another architecture)"
+    bench = (f"; a benchmark boots once per run and tree, {bench_runs} run(s) a tree, each running bench-single in "
+             f"every environment ({len(envs)}), about {arch.bench_minutes} min each under TCG") if bench_runs else ""
+    boot = ("about 30 s under TCG, a few seconds with KVM" if arch.native else
+            "a few seconds under TCG (an initramfs; no KVM for another architecture)" if arch.initramfs else
+            "about 30 s under TCG (no KVM for another architecture)")
     return (f"2 kernel builds (about {arch.build_minutes}-16 min the first time at -j2; under a minute when cached or "
             f"incremental), then a boot per tree ({boot}) and the tests{bench}")
 

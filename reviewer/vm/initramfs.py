@@ -1,6 +1,7 @@
 """Run test programs in a guest with no userspace of its own: QEMU boots the kernel with an initramfs.
 
-For an architecture virtme-ng cannot boot and Debian has no bash or busybox for (32-bit powerpc),
+For an architecture virtme-ng cannot boot and Debian has no bash or busybox for (32-bit powerpc,
+riscv64; and s390x, which needs no more),
 the guest's whole userspace is an initramfs (a newc cpio) holding the jobs' directories, as the
 host built them (static programs: arches.GuestArch.test_vars), at their own paths, and our own
 static /init (guest_init.c, cross-compiled per boot: it is ours, not the series'), which runs
@@ -50,9 +51,9 @@ class TooLarge(Exception):
 
 def command(arch: GuestArch, image: Path, initrd: Path) -> list[str]:
     """QEMU booting IMAGE with INITRD: the console (and the results in it) on stdout, no network."""
-    return [arch.qemu, "-M", arch.machine, "-m", str(MEMORY_MB), "-display", "none", "-monitor", "none", "-nic", "none",
-            "-no-reboot", "-serial", "stdio", "-kernel", str(image), "-initrd", str(initrd),
-            "-append", "console=ttyS0 panic=-1 printk.devkmsg=on"]
+    return [arch.qemu, "-M", arch.machine, *arch.qemu_args, "-m", str(MEMORY_MB), "-display", "none", "-monitor", "none",
+            "-nic", "none", "-no-reboot", "-serial", "stdio", "-kernel", str(image), "-initrd", str(initrd),
+            "-append", f"console={arch.console} panic=-1 printk.devkmsg=on"]
 
 
 def jobs_file(jobs: Sequence[Job], kill_after: int) -> tuple[str, list[int]]:

@@ -47,12 +47,12 @@ def kind(arch: GuestArch) -> str:
 
 
 def fragment(tree: Path, dirs: Iterable[str], arch: GuestArch = GUESTS["x86_64"]) -> tuple[str, ...]:
-    """.config lines: the architecture's symbols and the userspace set, then each test directory's `config`
+    """.config lines: the architecture's symbols and the userspace set (less what the guest does without), then each test directory's `config`
     (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
-    userspace = [s for s in USERSPACE if not (arch.initramfs and s in SHARED_ROOT)]
+    userspace = [s for s in USERSPACE if not (arch.initramfs and s in SHARED_ROOT) and s not in arch.without]
     tests = [line for d in dirs for line in asked(tree, d)]
     named = {m[1] for line in tests if (m := re.search(r"CONFIG_(\w+)", line))}
-    off = [f"# CONFIG_{s} is not set" for s in UNWANTED if s not in named]
+    off = [f"# CONFIG_{s} is not set" for s in (*UNWANTED, *arch.off) if s not in named]
     return tuple(dict.fromkeys([*(f"CONFIG_{s}=y" for s in (*arch.symbols, *userspace)), *off, *tests]))
 
 

@@ -141,12 +141,15 @@ def guest_root(roots: str, name: str, deb: str) -> str:
     return roots
 
 
-def caught_in_its_guests(linux: Path, linux_head: str, series: Path, arch: str, tmp: Path, *asked: str) -> list[tuple[str, str]]:
-    """Review SERIES (a syscall_series: the vDSO's own check fails) with the kernels left to the series' architecture
-    ARCH, or to what ASKED (--arch) says: built for it, booted under TCG, the test passing on the base and failing on the patched kernel, plain and
-    timens, two errors, no QEMU or worktree left, the tree untouched. What the vm and host-kernel rules said."""
+def caught_in_its_guests(linux: Path, linux_head: str, series: Path, arch: str, tmp: Path, *asked: str, test: str = TEST,
+                         check: str = f"Bail out! {CHECK}", field: str = "reason") -> list[tuple[str, str]]:
+    """Review SERIES (a syscall_series: the vDSO's own check fails; or another whose TEST fails saying CHECK in its row's
+    FIELD, the reason or the log) with the
+    kernels left to the series' architecture ARCH, or to what ASKED (--arch) says: built for it, booted under TCG, the
+    test passing on the base and failing on the patched kernel, plain and timens, two errors, no QEMU or worktree left,
+    the tree untouched. What the vm and host-kernel rules said."""
     before = git(linux, "status", "--porcelain"), git(linux, "worktree", "list")
-    result = review(series, "--tree", linux, "--tests", TEST, *asked, "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch",
+    result = review(series, "--tree", linux, "--tests", test, *asked, "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch",
                     "--format", "json", tmp=tmp, timeout=3600)
     assert result.rc == ExitStatus.SELFTESTS, _why(result)
     assert f"selftests in the series' {arch} kernels" in result.stderr
@@ -158,11 +161,11 @@ def caught_in_its_guests(linux: Path, linux_head: str, series: Path, arch: str, 
         built = runs[("vm:kernel-build", tree, "-")]
         assert built["result"] == "pass" and built["where"] == f"built {c} {arch}", built
         for env in ("plain", "timens"):
-            assert runs[(TEST, tree, env)]["where"] == f"booted {c} {arch} tcg", runs[(TEST, tree, env)]
+            assert runs[(test, tree, env)]["where"] == f"booted {c} {arch} tcg", runs[(test, tree, env)]
     for env in ("plain", "timens"):
-        assert runs[(TEST, "base", env)]["result"] == "pass", runs[(TEST, "base", env)]
-        assert runs[(TEST, "patched", env)]["result"] == "fail", runs[(TEST, "patched", env)]
-        assert f"Bail out! {CHECK}" in runs[(TEST, "patched", env)]["reason"]
+        assert runs[(test, "base", env)]["result"] == "pass", runs[(test, "base", env)]
+        assert runs[(test, "patched", env)]["result"] == "fail", runs[(test, "patched", env)]
+        assert check in runs[(test, "patched", env)][field], runs[(test, "patched", env)]
     errors = [f for f in doc["findings"] if f["level"] == "error"]
     assert [f["rule"] for f in errors] == ["selftests", "selftests"], errors
     assert _qemu_running() == []

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from reviewer import ktap
-from reviewer.model import Change, FileChange, Patch, Person, Series
+from reviewer.model import Change, FileChange, Patch, Person, Series, TestRun
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.bench import BENCHMARKS, for_tests, measure
 from reviewer.selftests.choose import TestRef, choose
@@ -116,13 +117,38 @@ def test_benchmark_compares_medians(built_tree: Path, tmp_path: Path) -> None:
     assert for_tests([TestRef("vDSO")], ("vdso_test_getrandom bench-multi",)) == list(BENCHMARKS.values())
     assert for_tests([TestRef("timens")]) == []
     sandbox = Sandbox(tmp_path, {"VDSO_BENCH_CALLS": "20000"})
-    results = list(measure(bench, {"base": built_tree, "patched": built_tree}, "plain", sandbox, runs=3))
+    results = list(measure(bench, {"base": built_tree, "patched": built_tree}, ["plain"], sandbox, runs=3))
     assert [r.metric for r in results] == ["vdso", "libc", "syscall"]
     for r in results:
         assert r.base and r.patched and r.ratio is not None and r.runs == 3 and r.ratio == pytest.approx(r.patched / r.base)
 
 
+def test_a_benchmark_run_covers_every_environment_in_one_call_alternating_the_trees(tmp_path: Path) -> None:
+    # In a guest, one call is one boot: each run of each tree runs the benchmark in every environment there.
+    bench = BENCHMARKS["vdso_test_getrandom bench-single"]
+    calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def run_one(label: str, wt: Path, envs: Sequence[str]) -> dict[str, TestRun]:
+        calls.append((label, tuple(envs)))
+        vdso = 1.0 if label == "base" else (3.0 if "timens" in envs else 1.0)  # only timens' figure differs
+        out = {}
+        for env in envs:
+            v = vdso if env == "timens" else 1.0
+            log = f"   vdso: 25000000 times in {v + len(calls) / 100:.2f} seconds\n   libc: 25000000 times in 5.0 seconds\n"
+            out[env] = TestRun(bench.name, label, env, ktap.Result.PASS, 1.0, log=log)
+        return out
+
+    results = list(measure(bench, {"base": tmp_path, "patched": tmp_path}, ["plain", "timens"], Sandbox(tmp_path), runs=2,
+                           run_one=run_one))
+    assert calls == [("base", ("plain", "timens")), ("patched", ("plain", "timens"))] * 2
+    assert [(r.env, r.metric) for r in results] == [("plain", "vdso"), ("plain", "libc"), ("timens", "vdso"), ("timens", "libc")]
+    by = {(r.env, r.metric): r for r in results}
+    timens, plain = by[("timens", "vdso")], by[("plain", "vdso")]
+    assert timens.base_samples == (1.01, 1.03) and timens.patched_samples == (3.02, 3.04)  # each env's own figures, each run's
+    assert plain.base_samples == (1.01, 1.03) and plain.patched_samples == (1.02, 1.04) and all(r.runs == 2 for r in results)
+
+
 def test_benchmark_on_a_tree_without_the_program(built_tree: Path, tmp_path: Path) -> None:
     bench = replace(BENCHMARKS["vdso_test_getrandom bench-single"], test=TestRef("vDSO", "absent"))
-    results = list(measure(bench, {"base": built_tree}, "plain", Sandbox(tmp_path), runs=1))
+    results = list(measure(bench, {"base": built_tree}, ["plain"], Sandbox(tmp_path), runs=1))
     assert results == []

@@ -1,6 +1,7 @@
 """Where the selftests run (--run-on), and the guest kernel's fragment."""
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: P
     assert vm.decide(LIB, "vm", tree, ["ppc64le"]).arch.name == "ppc64le"  # type: ignore[union-attr]  # --arch
     loong = vm.decide(["arch/loongarch/vdso/vgetrandom.c"], "auto", tree)
     assert not loong.vm and loong.missing.startswith("no loongarch guest can be booted here: Debian 12 has no LoongArch gcc")
-    assert vm.decide(LIB, "vm", tree, ["riscv64"]).missing == "the tool boots no riscv64 guests yet (its guests: x86_64, ppc64le, ppc32, arm64)"
+    assert vm.decide(LIB, "vm", tree, ["arm"]).missing == "the tool boots no arm guests yet (its guests: x86_64, ppc64le, ppc32, arm64, riscv64, s390x)"
     arm = vm.decide(["arch/arm64/kernel/vdso/vgetrandom.c"], "auto", tree)
     assert not arm.vm and arm.missing == f"{tree} is not a kernel tree with arch/arm64/ (its kernel cannot be built)"
     bare = vm.decide(LIB, "vm", tmp_path / "nowhere")
@@ -108,3 +109,41 @@ def test_guests_say_once_which_vdso_they_cannot_test() -> None:
     assert compat is not None and compat.message.startswith("the arm64 guests ran the 64-bit vDSO only: their kernel has no COMPAT")
     assert vm.uncovered(["arch/arm64/kernel/vdso/vgetrandom.c"], GUESTS["arm64"]) is None
     assert vm.uncovered(["arch/arm64/kernel/vdso32/vgettimeofday.c"], GUESTS["x86_64"]) is None
+
+
+@pytest.mark.parametrize(("name", "srcarch", "path"), [("riscv64", "riscv", "arch/riscv/kernel/vdso/vgettimeofday.c"),
+                                                       ("s390x", "s390", "arch/s390/kernel/vdso64/getcpu.c")])
+def test_riscv64_and_s390x_guests_boot_an_initramfs_and_name_a_missing_firmware(name: str, srcarch: str, path: str, tree: Path,
+                                                                               tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "arch" / srcarch).mkdir()
+    (tree / "arch" / srcarch / "Makefile").write_text("# its own\n")
+    monkeypatch.setenv("REVIEWER_GUEST_ROOTS", str(tmp_path / "no-roots"))
+    d = vm.decide([path], "auto", tree)  # the series' own architecture
+    assert d.vm and d.arch is GUESTS[name] and not d.missing and root.missing(GUESTS[name]) == ""
+    lost = dataclasses.replace(GUESTS[name], firmware=((str(tmp_path / "fw.bin"), "qemu-system-data"),))
+    monkeypatch.setitem(vm.GUESTS, name, lost)
+    gone = vm.decide([path], "vm", tree, [name])
+    assert not gone.vm and gone.missing == f"booting a {name} guest needs QEMU's firmware {tmp_path}/fw.bin (install qemu-system-data)"
+    monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    none = vm.decide([path], "vm", tree, [name])
+    assert none.missing.startswith(f"booting a {name} guest needs qemu-system-{name}, ") and "qemu-system-misc" in none.missing
+
+
+def test_riscv64_and_s390x_kernels_leave_out_what_their_guests_lack(tmp_path: Path) -> None:
+    rv = kernel.fragment(tmp_path, ["vDSO"], GUESTS["riscv64"])
+    assert "CONFIG_RISCV_ISA_FALLBACK=y" in rv and "CONFIG_SERIAL_OF_PLATFORM=y" in rv  # without it QEMU 7.2's virt boots silently nowhere
+    assert "CONFIG_FPU=y" in rv  # Debian's riscv64 programs use the FPU: without it /init dies of SIGILL
+    assert "# CONFIG_EFI is not set" in rv  # OpenSBI jumps to the Image: the EFI stub would be 77 objects for nothing
+    assert "CONFIG_PCI=y" not in rv and "CONFIG_9P_FS=y" not in rv and "CONFIG_TIME_NS=y" in rv
+    s390 = kernel.fragment(tmp_path, ["vDSO"], GUESTS["s390x"])
+    assert "CONFIG_SCLP_VT220_CONSOLE=y" in s390 and not {"CONFIG_PCI=y", "CONFIG_RTC_CLASS=y"} & set(s390)
+    assert "CONFIG_PCI=y" in kernel.fragment(tmp_path, ["vDSO"], GUESTS["ppc32"])  # mac99's devices are on its PCI bus
+
+
+def test_the_estimate_says_how_each_guest_boots() -> None:
+    assert "a boot per tree (about 30 s under TCG, a few seconds with KVM)" in vm.cost(["plain"], 0)
+    assert "a boot per tree (a few seconds under TCG (an initramfs; no KVM" in vm.cost(["plain"], 0, GUESTS["s390x"])
+    assert "a boot per tree (about 30 s under TCG (no KVM for another architecture))" in vm.cost(["plain"], 0, GUESTS["arm64"])
+    assert "boots once per run and tree, 2 run(s) a tree, each running bench-single in every environment (2)" in \
+        vm.cost(["plain", "timens"], 2, GUESTS["ppc64le"])

@@ -146,12 +146,14 @@ def test_an_archive_past_its_limit_stops(tmp_path: Path, monkeypatch: pytest.Mon
     w.close()
 
 
-def test_the_init_builds_static_for_32_bit_powerpc(tmp_path: Path) -> None:
-    g = GUESTS["ppc32"]
-    assert g.initramfs and g.target is TARGETS["ppc32"]
+@pytest.mark.parametrize(("name", "elf"), [("ppc32", ("ELF32", "big endian", "PowerPC")), ("riscv64", ("ELF64", "little endian", "RISC-V")),
+                                           ("s390x", ("ELF64", "big endian", "S/390"))])
+def test_the_init_builds_static_for_each_initramfs_guest(name: str, elf: tuple[str, ...], tmp_path: Path) -> None:
+    g = GUESTS[name]
+    assert g.initramfs and g.target is TARGETS[name]
     assert initramfs.compile_init(g, tmp_path / "init") == ""
     header = subprocess.run([shutil.which("readelf") or "readelf", "-h", "-d", str(tmp_path / "init")], capture_output=True, text=True).stdout
-    assert "ELF32" in header and "big endian" in header and "PowerPC" in header
+    assert all(e in header for e in elf), header
     assert "NEEDED" not in header and "(INTERP" not in header  # static: the guest has no libc
 
 
@@ -161,3 +163,9 @@ def test_qemu_is_given_no_network_and_the_console_only(tmp_path: Path) -> None:
     assert argv[argv.index("-nic") + 1] == "none" and "-no-reboot" in argv
     assert [argv[i + 1] for i, a in enumerate(argv) if a == "-serial"] == ["stdio"]
     assert argv[-1].split() == ["console=ttyS0", "panic=-1", "printk.devkmsg=on"]  # no rate limit on /init's records
+    rv = initramfs.command(GUESTS["riscv64"], tmp_path / "Image", tmp_path / "i.cpio")
+    assert rv[:3] == ["qemu-system-riscv64", "-M", "virt"] and "-cpu" not in rv and rv[-1].startswith("console=ttyS0 ")
+    # s390x: the SCLP console, and every facility TCG has (the vDSO getrandom() needs the vector facility, 129)
+    s390 = initramfs.command(GUESTS["s390x"], tmp_path / "bzImage", tmp_path / "i.cpio")
+    assert s390[:5] == ["qemu-system-s390x", "-M", "s390-ccw-virtio", "-cpu", "max"] and s390[-1].startswith("console=ttysclp0 ")
+    assert s390[s390.index("-nic") + 1] == "none"
