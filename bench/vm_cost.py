@@ -23,7 +23,9 @@ On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32,arm64,risc
 - with --cold: the first build of the guest kernel, an empty cache and ccache against an empty build
   directory and ccache by hand (10-18 min each at -j2).
 Without --cold the kernel cache is the test suite's (REVIEWER_BOOT_CACHE, default
-/var/tmp/reviewer-boot-6.12: its guest build directory and ccache are warm after the real tier),
+/var/tmp/reviewer-boot-6.12: its guest build directory and ccache are warm after the real tier), and so are
+the guest roots of ppc64le and arm64 (REVIEWER_GUEST_ROOTS, default /var/tmp/reviewer-guest-roots: checked
+before anything is built),
 and the hand build directory (kept under /var/tmp/reviewer-bench-vm) compiles with the same ccache,
 so only --cold pays for a first build; with --cold both start from empty directories there. The
 user's cache is not touched. Times are as noisy as the
@@ -153,9 +155,15 @@ def main() -> None:
     ap.add_argument("--cold", action="store_true", help="also time the first build of the guest kernel, ours and by hand")
     ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32, arm64, riscv64, s390x)")
     args = ap.parse_args()
+    os.environ.setdefault("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")  # the test suite's
+    arches = [GUESTS[name] for name in args.arch.split(",")]
+    for arch in arches:
+        if not (arch.native or arch.initramfs) and not root.location(arch).is_dir():
+            raise SystemExit(f"vm_cost.py: no {arch.name} guest root at {root.location(arch)}: make it with "
+                             f"`review guest-root {arch.name}` (or run the real tier) first")
     print(f"load average before: {os.getloadavg()}")
-    for name in args.arch.split(","):
-        one(GUESTS[name], args.cold)
+    for arch in arches:
+        one(arch, args.cold)
     print(f"  loongarch: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
     print(f"load average after: {os.getloadavg()}")
 
