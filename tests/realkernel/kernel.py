@@ -16,6 +16,9 @@ from pathlib import Path
 
 TARBALL = Path("/usr/src/linux-source-6.12.tar.xz")
 CACHE = Path(os.environ.get("REVIEWER_KERNEL_CACHE", "/var/tmp/reviewer-linux-6.12"))
+# The real tier's kernel cache (guest and boot builds, ccache) and guest roots, shared by its tests and bench/vm_cost.py.
+BOOT_CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
+GUEST_ROOTS = os.environ.get("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")
 BUILDER = "2"  # bump when the way the repository is made changes
 IDENTITY = {
     "GIT_AUTHOR_NAME": "Kernel Fixture", "GIT_AUTHOR_EMAIL": "kernel-fixture@example.org",

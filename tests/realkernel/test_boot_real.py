@@ -21,11 +21,11 @@ from reviewer import boot
 from reviewer.boot import runner
 from reviewer.ktap import Result
 from reviewer.model import Level
-from tests.realkernel.kernel import commit, git, show
+from tests.realkernel.kernel import BOOT_CACHE, commit, git, show
 
 # qemu-system-x86 comes with ./dev deps (.ci/run): a missing QEMU fails these tests, it does not skip them.
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = Path(os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12"))
+CACHE = Path(BOOT_CACHE)
 FIXTURES = os.environ.get("REVIEWER_BOOT_FIXTURES")
 AUTHOR = "Slow Poke <slow@example.org>"
 # A bound, not a target: TCG-sized even where /dev/kvm answers its ioctls, since the first boot may

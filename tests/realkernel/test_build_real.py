@@ -8,7 +8,6 @@ the boot tests through REVIEWER_BOOT_CACHE, so a second run of this file recompi
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,11 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.cli.interrupting import processes_in, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.helpers import review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import commit, format_patch, show
 
 pytestmark = [pytest.mark.slow]
 AUTHOR = "Build Tester <build@example.org>"
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 
 
 def _series(linux: Path, head: str, tmp: Path, name: str, steps: list[tuple[str, dict[str, str]]]) -> Path:

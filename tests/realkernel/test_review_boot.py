@@ -6,18 +6,17 @@ commit, same config), so only the patched side is (incrementally) built here.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from reviewer.errors import ExitStatus
 from tests.helpers import review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import commit, format_patch, show
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
 AUTHOR = "Slow Poke <slow@example.org>"
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 
 
 def test_review_boot_dmapool(linux: Path, linux_head: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,16 +8,15 @@ from Debian's packages (made here when the machine has none).
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
+from tests.realkernel.kernel import GUEST_ROOTS as ROOTS
 from tests.realkernel.test_vm_real import caught_in_its_guests, guest_root, syscall_series
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
-ROOTS = os.environ.get("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")
 SRC = "arch/arm64/kernel/vdso/vgetrandom.c"
 
 

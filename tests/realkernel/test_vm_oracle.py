@@ -8,7 +8,6 @@ the result the review gave it, and no test may be in only one of them.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
@@ -18,12 +17,12 @@ from reviewer import vm
 from reviewer.run.sandbox import Sandbox
 from reviewer.vm import guest, kernel
 from tests.helpers import review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import edit_series, git
 from tests.realkernel.test_ktap_oracle import kunit_leaves, kunit_parser
 from tests.realkernel.test_vm_real import FLAGS, SRC, _qemu_running, _why
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 # kunit_parser's statuses, in the review's terms
 STATUS = {"SUCCESS": "pass", "FAILURE": "fail", "SKIPPED": "skip", "TEST_CRASHED": "error"}
 

@@ -13,13 +13,14 @@ built tests and the tool's own init (Debian 12 has no 32-bit powerpc bash or bus
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from reviewer.errors import ExitStatus
 from tests.helpers import review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
+from tests.realkernel.kernel import GUEST_ROOTS as ROOTS
 from tests.realkernel.kernel import edit_series
 from tests.realkernel.test_vm_real import (
     BENCH,
@@ -38,8 +39,6 @@ from tests.realkernel.test_vm_real import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
-ROOTS = os.environ.get("REVIEWER_GUEST_ROOTS", "/var/tmp/reviewer-guest-roots")
 SRC = "arch/powerpc/kernel/vdso/vgetrandom.c"
 GENERIC = "lib/vdso/getrandom.c"
 

@@ -26,10 +26,10 @@ import pytest
 from reviewer.errors import ExitStatus
 from tests.cli.interrupting import processes_in, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.helpers import Result, review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import commit, edit_series, format_patch, git, show
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 SRC = "lib/vdso/getrandom.c"
 AUTHOR = "Kernel Fixture <kernel-fixture@example.org>"
 CHECK = "vgetrandom passed buffer to syscall getrandom unexpectedly"

@@ -12,16 +12,15 @@ both architectures can pass.) A boot takes about a second; the cost is the first
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import edit_series
 from tests.realkernel.test_vm_real import caught_in_its_guests
 
 pytestmark = [pytest.mark.slow, pytest.mark.boot]
-CACHE = os.environ.get("REVIEWER_BOOT_CACHE", "/var/tmp/reviewer-boot-6.12")
 TEST = "vDSO:vdso_test_correctness"
 RISCV = "arch/riscv/kernel/vdso/vgettimeofday.c"
 RISCV_OLD = "\treturn __cvdso_clock_gettime(clock, ts);\n"
