@@ -328,6 +328,7 @@ class BenchResult:
     # Whether the difference is larger than the noise (verdict.py); None until judged against a threshold.
     verdict: Verdict | None = None
     where: str = ""  # the kernels base and patched ran on (TestRun.where; both sides' when they differ)
+    stalled: str = ""  # the runs of this row that stalled and were measured again (selftests/bench.stalls())
 
     @classmethod
     def of(cls, name: str, env: str, metric: str, unit: str, base: Sequence[float], patched: Sequence[float],

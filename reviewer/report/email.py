@@ -337,6 +337,8 @@ def _bench_lines(review: Review) -> list[str]:
         out.append(f"      {_num(b.base)} -> {_num(b.patched)} {b.unit} ({ratio})")
         if b.verdict:  # verdict.py: beyond the threshold and beyond the noise, or not (a line of its own: figures stay short)
             out.append(f"      {b.verdict.text}")
+        if b.stalled:
+            out.append(f"      {b.stalled}")
     return out
 
 

@@ -210,6 +210,8 @@ def _benchmarks(review: Review) -> Table:
         slower = b.slower if b.verdict is not None else b.ratio is not None and b.ratio > review.slower_than
         ratio = Text(f"{b.ratio:.2f}x", style="bold red" if slower else "") if b.ratio is not None else Text("-")
         verdict = Text(b.verdict.text, style="bold red" if slower else "dim" if not b.verdict.significant else "") if b.verdict else Text("-")
+        if b.stalled:
+            verdict.append(f"\n{b.stalled}", style="dim")
         table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}", verdict, b.where)
     return table
 

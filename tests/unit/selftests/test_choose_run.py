@@ -1,16 +1,24 @@
 from __future__ import annotations
 
+import json
+import os
+import signal
 import socket
+import threading
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from reviewer import ktap
-from reviewer.model import Change, FileChange, Patch, Person, Series, TestRun
+from reviewer.model import Change, FileChange, Patch, Person, Review, Series, TestRun
+from reviewer.report import email, terminal
+from reviewer.report import json as json_report
 from reviewer.run.sandbox import Sandbox
-from reviewer.selftests.bench import BENCHMARKS, for_tests, measure
+from reviewer.selftests.bench import BENCHMARKS, STALL, for_tests, measure, stalls
 from reviewer.selftests.choose import TestRef, choose
 from reviewer.selftests.run import build, run_list, run_test, timeout_for
 
@@ -146,6 +154,73 @@ def test_a_benchmark_run_covers_every_environment_in_one_call_alternating_the_tr
     timens, plain = by[("timens", "vdso")], by[("plain", "vdso")]
     assert timens.base_samples == (1.01, 1.03) and timens.patched_samples == (3.02, 3.04)  # each env's own figures, each run's
     assert plain.base_samples == (1.01, 1.03) and plain.patched_samples == (1.02, 1.04) and all(r.runs == 2 for r in results)
+
+
+def _stop_the_first(comm: str, cpu_ticks: int, seconds: float, stopped: list[int], until: float) -> None:
+    """Stop (SIGSTOP) the first process named COMM once it has run CPU_TICKS, for SECONDS: what a busy host
+    does to a guest's program; the process knows nothing of it but a clock that ran on."""
+    while time.monotonic() < until and not stopped:
+        for entry in Path("/proc").iterdir():
+            try:
+                if not entry.name.isdigit() or (entry / "comm").read_text().strip() != comm:
+                    continue
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[11]) >= cpu_ticks:  # utime, field 14
+                os.kill(int(entry.name), signal.SIGSTOP)
+                stopped.append(int(entry.name))
+                time.sleep(seconds)
+                os.kill(int(entry.name), signal.SIGCONT)
+                return
+        time.sleep(0.005)
+
+
+def test_a_run_the_machine_stopped_is_measured_again_and_said_on_its_row(built_tree: Path, tmp_path: Path) -> None:
+    # The first run (base, run 1) is stopped for 2 s while it measures; its figure is far beyond its tree's other
+    # run (about 0.3 s a flavour), so that run is measured again, once, and only the stalled row says so.
+    bench = BENCHMARKS["vdso_test_getrandom bench-single"]
+    sandbox = Sandbox(tmp_path, {"VDSO_BENCH_CALLS": "1000000"})
+    stopped: list[int] = []
+    stopper = threading.Thread(target=_stop_the_first, args=("vdso_test_getrandom"[:15], 5, 2.0, stopped, time.monotonic() + 60))
+    stopper.start()
+    heard: list[str] = []
+    try:
+        results = list(measure(bench, {"base": built_tree, "patched": built_tree}, ["plain"], sandbox, runs=2, on_run=heard.append))
+    finally:
+        stopper.join()
+    assert len(stopped) == 1
+    assert [h.rsplit(", ", 1)[1] for h in heard] == ["run 1 of 2"] * 2 + ["run 2 of 2"] * 2 + ["run 1 again: it stalled"], heard
+    assert "on base" in heard[-1]
+    said = [r for r in results if r.stalled]
+    assert len(said) == 1 and said[0].stalled.startswith(f"base run 1 stalled ({said[0].metric} "), results
+    assert said[0].stalled.endswith("x its other runs): measured again"), said[0].stalled
+    for r in results:  # the stalled figure is gone: every row's runs agree again
+        assert len(r.base_samples) == len(r.patched_samples) == 2 and r.runs == 2
+        for side in (r.base_samples, r.patched_samples):
+            assert max(side) < STALL * min(side), r
+    # Said once, on its row, in every report.
+    review = Review(_series("lib/vdso/getrandom.c"), benchmarks=tuple(r.judged(1.25) for r in results))
+    assert [b["stalled"] for b in json.loads(json_report.dumps(review))["benchmarks"]] == [r.stalled for r in results]
+    assert sum(ln.strip() == said[0].stalled for ln in email._bench_lines(review)) == 1
+    console = Console(width=400, record=True)
+    terminal.render(review, console)
+    assert console.export_text().count("stalled") == 1
+
+
+def test_only_a_run_much_worse_than_its_trees_other_runs_stalled() -> None:
+    bench = BENCHMARKS["vdso_test_getrandom bench-single"]
+
+    def run(*vdso: float) -> list[dict[str, TestRun]]:
+        return [{"plain": TestRun(bench.name, "base", "plain", ktap.Result.PASS, 1.0, log=f"   vdso: 9 times in {v} seconds\n")} for v in vdso]
+
+    assert [(i, s.metric, s.value) for i, s in stalls(bench, run(0.5, 18.3))] == [(1, "vdso", 18.3)]  # CI's ppc64le base, 2026-12-04
+    assert stalls(bench, run(18.3, 0.5))[0][0] == 0
+    assert stalls(bench, run(1.0, 1.3, 2.4)) == []  # noise, even a lot of it: 2.4x the median of the others is not a stall
+    assert [i for i, _ in stalls(bench, run(1.0, 1.1, 3.0, 1.2))] == [2]
+    assert stalls(bench, run(4.0)) == []  # one run: nothing to compare with
+    faster = replace(bench, lower_is_better=False)
+    assert [i for i, _ in stalls(faster, run(10.0, 3.0))] == [1]  # a rate: the stalled run is the lower
 
 
 def test_benchmark_on_a_tree_without_the_program(built_tree: Path, tmp_path: Path) -> None:
