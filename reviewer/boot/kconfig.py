@@ -44,6 +44,7 @@ class Build:
     path: str | None = None
     line: int | None = None
     problems: tuple[str, ...] = ()  # fragment symbols the configuration did not keep
+    configured: bool = True  # False: the build directory's configuration was kept (boot/configured.py)
 
 
 def fragment(symbols: Iterable[str], env: str) -> tuple[str, ...]:
@@ -54,15 +55,16 @@ def fragment(symbols: Iterable[str], env: str) -> tuple[str, ...]:
 
 def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_TIMEOUT, jobs: int | None = None,
           hide: tuple[Path, ...] = (), variables: tuple[str, ...] | None = None, target: str = "bzImage",
-          image: str = "arch/x86/boot/bzImage") -> Build:
-    """tinyconfig + LINES in OUT, then TARGET (make's VARIABLES: None, the x86_64 host's gcc); the IMAGE it leaves."""
+          image: str = "arch/x86/boot/bzImage", kept: tuple[str, ...] | None = None) -> Build:
+    """tinyconfig + LINES in OUT, then TARGET (make's VARIABLES: None, the x86_64 host's gcc); the IMAGE it leaves.
+    KEPT: OUT's configuration is already that (boot/configured.py), with these fragment problems: no configure."""
     start = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     ccache_dir(out).mkdir(exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="reviewer-kbuild-") as scratch:
         box = Box(Sandbox(Path(scratch) / "home", sandbox_env(out)), src, out, hide, variables)
         try:
-            problems = configure(box, lines, timeout)
+            problems = configure(box, lines, timeout) if kept is None else kept
             log = box.make(timeout, f"-j{jobs or os.cpu_count() or 1}", target)
         except CommandError as exc:
             text = exc.stdout + "\n" + exc.stderr
@@ -73,7 +75,7 @@ def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_T
     made = out / image
     if not _inside(made, out):
         return Build(False, time.monotonic() - start, None, lines, _tail(log), f"the build left no {image} (or a symlink in its place)")
-    return Build(True, time.monotonic() - start, made, lines, _tail(log), problems=problems)
+    return Build(True, time.monotonic() - start, made, lines, _tail(log), problems=problems, configured=kept is None)
 
 
 def _inside(path: Path, top: Path) -> bool:

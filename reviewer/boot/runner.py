@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import model
-from reviewer.boot import ab, kconfig, qemu
+from reviewer.boot import ab, configured, kconfig, qemu
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
 from reviewer.kbuild import srctree
@@ -113,8 +113,14 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
     if building.exists():
         shutil.rmtree(cache / f"build-{env}", ignore_errors=True)
     building.touch()
-    b = kconfig.build(cache / "src", cache / f"build-{env}", lines, timeout, hide=(git,),  # the user's repository: out of the sandbox's sight
-                      variables=how.variables, target=how.target, image=how.image)
+    out = cache / f"build-{env}"
+    kept = configured.kept(git, out, commit, lines, how.variables)
+    if kept is None:
+        configured.forget(out)
+    b = kconfig.build(cache / "src", out, lines, timeout, hide=(git,),  # the user's repository: out of the sandbox's sight
+                      variables=how.variables, target=how.target, image=how.image, kept=kept)
+    if b.ok:
+        configured.remember(out, commit, lines, how.variables, b.problems)
     building.unlink(missing_ok=True)
     if b.ok and b.image is not None:
         image.parent.mkdir(exist_ok=True)
@@ -122,7 +128,7 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
         shutil.copyfile(b.image, partial)
         os.replace(partial, image)
         _prune(image.parent)
-        b = kconfig.Build(True, b.seconds, image, lines, b.log, problems=b.problems)
+        b = replace(b, image=image)
     return ab.Side(tree, env, b)
 
 
