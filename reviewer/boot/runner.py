@@ -106,6 +106,7 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
     """The kernel of COMMIT in ENV: the cached image of its tree, else a build in the env's build directory."""
     image = image_path(git, commit, env, lines, cache, how)
     if image.is_file():
+        os.utime(image)  # used now: the newest, never what the other side's build prunes before the boot (_prune)
         return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
     srctree.checkout(git, commit, cache / "src")
     # A build a second Ctrl-C or SIGKILL cut short leaves half-written objects that look up to date: start over.
@@ -184,6 +185,7 @@ def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], ask
 
 
 def _prune(images: Path) -> None:
+    """Keep the KEEP_IMAGES images last built or used."""
     for old in sorted((p for p in images.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
         old.unlink(missing_ok=True)
 

@@ -291,11 +291,15 @@ def _compare(runs: list[TestRun]) -> Iterable[Finding]:
         base, patched = sides.get("base"), sides.get("patched")
         if patched is None or patched.reason.startswith(inguest.NOT_RUN):
             continue  # the guest's own finding (a panic, a hang, no kernel) says why: once
-        if patched.result in BAD and (base is None or base.result not in BAD):
+        base_ran = base is not None and not base.reason.startswith(inguest.NOT_RUN)
+        if patched.result in BAD and base is not None and not base_ran:  # no base to compare with: not known to be the series'
+            yield Finding(RULE, Level.WARNING, f"{test} {patched.result}s on the patched tree ({env}) but did not run on base: "
+                          f"not known to be the series': {patched.reason}")
+        elif patched.result in BAD and (base is None or base.result not in BAD):
             yield Finding(RULE, Level.ERROR, f"{test} {patched.result}s on the patched tree ({env}){_was(base)}: {patched.reason}")
         elif patched.result in BAD:
             yield Finding(RULE, Level.WARNING, f"{test} {patched.result}s on both base and patched ({env}): {patched.reason}")
-        elif base is not None and base.result in BAD:
+        elif base is not None and base_ran and base.result in BAD:
             yield Finding(RULE, Level.INFO, f"{test} is fixed by the series ({env}): {base.result} on base, {patched.result} on patched")
 
 

@@ -61,3 +61,23 @@ def test_a_commit_that_changes_only_the_selftests_has_its_parents_kernel(tmp_pat
         git(work, "reset", "-q", "--hard", first)
     assert image["test"] == runner.image_path(repo, first, "vm-x86_64", (), tmp_path / "cache")
     assert image["objtool"] != image["test"] and image["other"] != image["test"] and image["objtool"] != image["other"]
+
+
+def test_a_cached_image_in_use_is_not_pruned_by_the_other_sides_build(tmp_path: Path) -> None:
+    # CI-sized cache: the base's image, the oldest of a full cache, was pruned by the patched build before its boot.
+    import os
+
+    repo, (first, _, _) = _repo(tmp_path)
+    cache, lines = tmp_path / "cache", ("CONFIG_PRINTK=y",)
+    base = runner.image_path(repo, first, "vm-x86_64", lines, cache)
+    base.parent.mkdir(parents=True)
+    base.write_bytes(b"base kernel")
+    os.utime(base, (1, 1))
+    others = [base.with_name(f"{n:012x}-vm-x86_64-old.bzImage") for n in range(runner.KEEP_IMAGES - 1)]
+    for n, p in enumerate(others):
+        p.write_bytes(b"an older review's kernel")
+        os.utime(p, (100 + n, 100 + n))
+    assert runner.side(repo, first, "base", "vm-x86_64", lines, cache, 60.0).build.image == base  # cached: no build
+    base.with_name("fffffffffff0-vm-x86_64-new.bzImage").write_bytes(b"the patched kernel, just built")
+    runner._prune(base.parent)
+    assert base.is_file() and not others[0].exists() and all(p.exists() for p in others[1:])

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from reviewer import ktap
-from reviewer.model import Change, FileChange, Patch, Person, Review, Series, TestRun
+from reviewer.model import Change, FileChange, Level, Patch, Person, Review, Series, TestRun
 from reviewer.report import email, terminal
 from reviewer.report import json as json_report
 from reviewer.run.sandbox import Sandbox
@@ -227,3 +227,21 @@ def test_benchmark_on_a_tree_without_the_program(built_tree: Path, tmp_path: Pat
     bench = replace(BENCHMARKS["vdso_test_getrandom bench-single"], test=TestRef("vDSO", "absent"))
     results = list(measure(bench, {"base": built_tree}, ["plain"], Sandbox(tmp_path), runs=1))
     assert results == []
+
+
+def test_a_test_the_base_never_ran_is_not_said_to_fail_there_nor_to_be_fixed() -> None:
+    # CI-like: the base's guest could not start (its image was gone), the patched one ran and failed.
+    from reviewer.selftests import inguest, stage
+
+    def run(tree: str, result: ktap.Result, reason: str) -> TestRun:
+        return TestRun("vDSO:vdso_test_getrandom", tree, "plain", result, 1.0, reason)
+
+    lost = run("base", ktap.Result.ERROR, f"{inguest.NOT_RUN}vng exited (1) before it: the image does not exist")
+    failed = run("patched", ktap.Result.FAIL, "exit=1: Bail out! vgetrandom passed buffer to syscall getrandom unexpectedly")
+    [finding] = stage._compare([lost, failed])
+    assert finding.level is Level.WARNING and "on both" not in finding.message, finding
+    assert finding.message == ("vDSO:vdso_test_getrandom fails on the patched tree (plain) but did not run on base: not known to be "
+                               "the series': exit=1: Bail out! vgetrandom passed buffer to syscall getrandom unexpectedly")
+    assert list(stage._compare([lost, run("patched", ktap.Result.PASS, "")])) == []  # not "fixed by the series"
+    assert [f.level for f in stage._compare([run("base", ktap.Result.PASS, ""), failed])] == [Level.ERROR]
+    assert "on both" in next(iter(stage._compare([run("base", ktap.Result.FAIL, "exit=1"), failed]))).message
