@@ -7,6 +7,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from reviewer import verdict as verdicts
+from reviewer.hostload import HostLoad
 from reviewer.ktap import Result, TestCase
 from reviewer.verdict import Trend, Verdict, judge
 
@@ -329,21 +331,28 @@ class BenchResult:
     verdict: Verdict | None = None
     where: str = ""  # the kernels base and patched ran on (TestRun.where; both sides' when they differ)
     stalled: str = ""  # the runs of this row that stalled and were measured again (selftests/bench.stalls())
+    load: HostLoad | None = None  # the machine while the runs ran (hostload.py): a busy host gives no verdict
 
     @classmethod
     def of(cls, name: str, env: str, metric: str, unit: str, base: Sequence[float], patched: Sequence[float],
-           runs: int, note: str = "", limit: float | None = None) -> BenchResult:
+           runs: int, note: str = "", limit: float | None = None, load: HostLoad | None = None) -> BenchResult:
         """The medians of BASE's and PATCHED's samples, their ratio and spread (selftest benchmarks and boot timings alike);
-        judged against LIMIT (--slower-than) when it is given."""
+        judged against LIMIT (--slower-than) when it is given. LOAD: the machine while they ran."""
         mb = statistics.median(base) if base else None
         mp = statistics.median(patched) if patched else None
         ratio = mp / mb if mb and mp is not None else None
-        result = cls(name, env, metric, unit, mb, mp, ratio, runs, max(_spread(base), _spread(patched)), note, tuple(base), tuple(patched))
+        result = cls(name, env, metric, unit, mb, mp, ratio, runs, max(_spread(base), _spread(patched)), note, tuple(base), tuple(patched),
+                     load=load)
         return result.judged(limit) if limit is not None else result
 
     def judged(self, limit: float) -> BenchResult:
-        """This result with its verdict against LIMIT, the ratio above which the patched tree counts as slower."""
-        return replace(self, verdict=judge(self.base_samples, self.patched_samples, limit))
+        """This result with its verdict against LIMIT, the ratio above which the patched tree counts as slower (and only
+        if the machine was not busy while the runs ran)."""
+        return replace(self, verdict=judge(self.base_samples, self.patched_samples, limit, self.load))
+
+    def figures(self) -> dict[str, object]:
+        """Each run's figure, in order, and what the verdict was judged from (the JSON report's rows: docs/json-schema.md)."""
+        return {"base_runs": list(self.base_samples), "patched_runs": list(self.patched_samples), **verdicts.document(self.verdict)}
 
     @property
     def slower(self) -> bool:

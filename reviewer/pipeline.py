@@ -46,6 +46,7 @@ from reviewer.series.patchparse import ParsedDiff, read_diff
 from reviewer.store import threads as cache
 from reviewer.tree import git as tree_git
 from reviewer.tree.base import GitBaseTree
+from reviewer.verdict import BENCH_RUNS
 
 # The stages that need a kernel tree import their modules when they run: a review without a
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
@@ -75,7 +76,7 @@ class Request:
     tests: tuple[str, ...] | None = None  # --tests: exactly these (implies run_tests)
     no_tests: bool = False  # --no-tests: do not even list them
     envs: tuple[str, ...] = ("plain",)
-    bench_runs: int = 3
+    bench_runs: int = BENCH_RUNS  # verdict.py: the fewest runs a side that can give a verdict
     slower_than: float | None = None  # --slower-than; None: model.slower_than()'s default for where the benchmarks ran
     test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks

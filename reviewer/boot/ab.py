@@ -8,6 +8,7 @@ from reviewer.boot import console
 from reviewer.boot.intests import InTest
 from reviewer.boot.kconfig import Build, build_finding
 from reviewer.boot.qemu import Boot
+from reviewer.hostload import HostLoad
 from reviewer.ktap import Result, TestCase
 from reviewer.model import BenchResult, Finding, Level, TestRun
 
@@ -80,26 +81,29 @@ def side_findings(side: Side) -> Iterable[Finding]:
             yield Finding(RULE, Level.ERROR, f"{what}: QEMU exited ({boot.returncode}) before the boot ended: {console.last_line(boot.console)}")
 
 
-def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: float) -> tuple[list[BenchResult], list[Finding]]:
-    results = [r.judged(slower_than) for t in tests if t.kind == "dmapool" for r in _dmapool(t, base, patched)]
+def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: float,
+            load: HostLoad | None = None) -> tuple[list[BenchResult], list[Finding]]:
+    """dmapool_test's times judged as the selftest benchmarks are (verdict.py), LOAD being the machine while the sides
+    booted (a busy host gives no verdict); a warning per test judged slower; the KUnit suites that regressed."""
+    results = [r.judged(slower_than) for t in tests if t.kind == "dmapool" for r in _dmapool(t, base, patched, load)]
     slow = [r for r in results if r.slower]
     findings = [_slower(t, patched.env, [r for r in slow if r.name == t.name], slower_than) for t in tests
                 if any(r.name == t.name for r in slow)]
     return results, findings + list(_regressions(tests, base, patched))
 
 
-def _dmapool(test: InTest, base: Side, patched: Side) -> list[BenchResult]:
+def _dmapool(test: InTest, base: Side, patched: Side, load: HostLoad | None) -> list[BenchResult]:
     b = [console.dmapool_times(x.console) for x in base.boots]
     p = [console.dmapool_times(x.console) for x in patched.boots]
     if not any(b) or not any(p):
         return []  # nothing to compare: the side without numbers has its own finding (no build, a splat, a hang)
     cases = dict.fromkeys(c for side in (*b, *p) for c in side)
-    return [_bench(test.name, patched.env, c, [s[c] for s in b if c in s], [s[c] for s in p if c in s]) for c in cases]
+    return [_bench(test.name, patched.env, c, [s[c] for s in b if c in s], [s[c] for s in p if c in s], load) for c in cases]
 
 
-def _bench(name: str, env: str, case: str, base: list[float], patched: list[float]) -> BenchResult:
+def _bench(name: str, env: str, case: str, base: list[float], patched: list[float], load: HostLoad | None) -> BenchResult:
     note = "" if base and patched else f"no time on the {'base' if not base else 'patched'} side"
-    return BenchResult.of(name, env, case, "us", base, patched, max(len(base), len(patched)), note)
+    return BenchResult.of(name, env, case, "us", base, patched, max(len(base), len(patched)), note, load=load)
 
 
 def _slower(test: InTest, env: str, slow: list[BenchResult], limit: float) -> Finding:

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import model
+from reviewer import hostload, model
 from reviewer.boot import ab, configured, kconfig, qemu
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
@@ -25,6 +25,7 @@ from reviewer.progress import QUIET, Progress
 from reviewer.run import private
 from reviewer.tree.git import common_dir
 from reviewer.tree.git import git as git_run
+from reviewer.verdict import BENCH_RUNS
 
 KEEP_IMAGES = 24
 REPEAT_UNDER = 20.0  # seconds: boots longer than this run once
@@ -43,7 +44,7 @@ class BootResults:
 
 def run_intests(
     base_wt: Path, patched_wt: Path, touched: Sequence[str], envs: tuple[str, ...], cache_dir: Path, timeout: float,
-    *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float | None = None, boots: int = 3,
+    *, log_dir: Path | None = None, extra: Sequence[InTest] = (), slower_than: float | None = None, boots: int = BENCH_RUNS,
     build_timeout: float = kconfig.BUILD_TIMEOUT, commits: tuple[str, str] | None = None,
     progress: Progress = QUIET, chosen: Sequence[tuple[InTest, str]] | None = None,
 ) -> BootResults:
@@ -70,8 +71,9 @@ def run_intests(
             for tree, c in trees.items():
                 progress.advance(f"build the {tree} kernel ({env})")
                 sides[tree] = side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
+            before = hostload.read()  # a busy machine stretches boots too: dmapool_test's times are then not judged
             sides = _boot(sides, boots, timeout, logs, out.logs, progress)
-            out = _merge(out, tests, sides, slower_than)
+            out = _merge(out, tests, sides, slower_than, hostload.since(before))
     # Each row says which kernel it ran on: the side's own commit, booted for x86_64 under kvm or tcg.
     where = {tree: f"booted {c[:12]} x86_64 {out.accel or '-'}" for tree, c in trees.items()}
     both = f"booted x86_64 {out.accel or '-'}: base {base[:12]}, patched {patched[:12]}"
@@ -175,11 +177,12 @@ def _again(previous: list[qemu.Boot]) -> bool:
     return last is not None and last.seconds < REPEAT_UNDER and ab.clean(last)
 
 
-def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], asked: float | None) -> BootResults:
+def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], asked: float | None,
+           load: hostload.HostLoad | None = None) -> BootResults:
     runs = [r for s in sides.values() for r in ab.runs(tests, s)]
     findings = [f for s in sides.values() for f in ab.side_findings(s)]
     accel = next((b.accel for s in sides.values() for b in s.boots), out.accel)
-    bench, more = ab.compare(tests, sides["base"], sides["patched"], model.slower_than(asked, accel))
+    bench, more = ab.compare(tests, sides["base"], sides["patched"], model.slower_than(asked, accel), load)
     return BootResults((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
                    out.tests, out.config, out.logs, accel)
 

@@ -24,6 +24,7 @@ from reviewer.pipeline import Request, review
 from reviewer.progress import QUIET, Display, Progress
 from reviewer.report import email as reply_mail
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
+from reviewer.verdict import BENCH_RUNS
 
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext  # typer's own copy of click
@@ -112,7 +113,7 @@ def main_command(
     tests: Annotated[str | None, typer.Option("--tests", metavar="LIST", help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens (implies --run-tests).")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="Do not choose or run selftests.")] = False,
     env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
-    bench_runs: Annotated[int, typer.Option("--bench-runs", min=0, metavar="N", help="Runs per benchmark and tree (the median is reported); 0 runs no benchmark.")] = 3,
+    bench_runs: Annotated[int, typer.Option("--bench-runs", min=0, metavar="N", help=f"Runs per benchmark and tree, alternating (a verdict needs {BENCH_RUNS} a side); 0 runs no benchmark.")] = BENCH_RUNS,
     slower_than: Annotated[float | None, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree, beyond the noise (default 1.25; 1.5 in kernels emulated by TCG).")] = None,
     build: Annotated[bool, typer.Option("--build", help="Compile the touched code for each architecture the series touches (cross gcc, or clang for LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, the vDSO's exported symbols.")] = False,
     build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,

@@ -158,7 +158,7 @@ def _bench(b: BenchResult) -> dict[str, Any]:
         "ratio": round(b.ratio, 3) if b.ratio is not None else None, "runs": b.runs, "spread": round(b.spread, 3), "note": b.note, "stalled": b.stalled,
         "verdict": str(v.outcome) if v else None, "test": str(v.method) if v and v.method else None,
         "p": float(f"{v.p:.3g}") if v and v.p is not None else None, "verdict_text": v.text if v else None,
-        "threshold": v.limit if v else None, "where": b.where,
+        "threshold": v.limit if v else None, "where": b.where, **b.figures(),
     }
 
 

@@ -48,6 +48,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from reviewer import hostload
 from reviewer.errors import ConfigError
 from reviewer.proc import Sandboxed, Side, run_group
 from reviewer.run import ending
@@ -401,6 +402,9 @@ class _Run:
                 os.write(self.release, b"go\n")
             elif len(words) == 3 and words[0] == "exit" and self.started and not self.ended:
                 self.ended, self.rc = True, int(words[1])
+                # The program's CPU time, which getrusage() never sees: our bwrap exits before its PID 1 is reaped.
+                with contextlib.suppress(OSError, ValueError):
+                    hostload.count_ours(hostload.cpu_of(f"{self._root()}/proc/{int(words[2])}"))
                 try:
                     self.left = self._kill_left(int(words[2]))
                     self.wrote = self._new_entries()

@@ -7,6 +7,8 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reviewer import hostload
+from reviewer.hostload import HostLoad
 from reviewer.model import BenchResult, TestRun
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.choose import TestRef
@@ -56,7 +58,8 @@ def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandb
     """Run BENCH RUNS times on each tree, alternating, in each of ENVS, and compare medians per environment and
     metric; ON_RUN hears of each run. RUN_ONE runs it once on a tree in every environment (in a guest: one boot for
     all of them); default: in the sandbox, on this machine's kernel, one environment after the other. A run that
-    stalled (stalls()) is measured again, once, its figures replaced, and the row that stalled says so."""
+    stalled (stalls()) is measured again, once, its figures replaced, and the row that stalled says so. The machine is read
+    before the first run and after the last (hostload.py): every row carries how busy other work kept it meanwhile."""
     def once(label: str, what: str) -> dict[str, TestRun]:
         on_run(f"benchmark {bench.name} on {label} ({', '.join(envs)}), {what}")
         wt = trees[label]
@@ -65,6 +68,7 @@ def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandb
                  for env in envs})
 
     done: dict[str, list[dict[str, TestRun]]] = {label: [] for label in trees}
+    before = hostload.read()
     for i in range(runs):
         for label in trees:
             done[label].append(once(label, f"run {i + 1} of {runs}"))
@@ -75,6 +79,7 @@ def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandb
             again = [s for n, s in stalls(bench, done[label]) if n == i and s.env == stall.env]
             stalled.setdefault((stall.env, stall.metric), []).append(f"{label} run {i + 1} stalled ({stall.metric} {stall.value:.3g} {bench.unit}, {stall.times:.1f}x "
                                     f"its other runs): measured again{f', and stalled again ({again[0].times:.1f}x)' if again else ''}")
+    load = hostload.since(before)
     samples: dict[str, dict[str, dict[str, list[float]]]] = {env: {label: {} for label in trees} for env in envs}
     notes: dict[str, list[str]] = {env: [] for env in envs}
     for label, side in done.items():
@@ -88,7 +93,7 @@ def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandb
     for env in envs:
         for metric in dict.fromkeys(m for side in samples[env].values() for m in side):
             row = _compare(bench, env, metric, samples[env].get("base", {}).get(metric, []),
-                           samples[env].get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes[env])))
+                           samples[env].get("patched", {}).get(metric, []), runs, "; ".join(dict.fromkeys(notes[env])), load)
             yield replace(row, stalled="; ".join(stalled.get((env, metric), [])))
 
 
@@ -128,5 +133,6 @@ def _times(bench: Benchmark, value: float, others: Sequence[float]) -> float:
     return value / mid if bench.lower_is_better else mid / value
 
 
-def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str) -> BenchResult:
-    return BenchResult.of(bench.name, env, metric, bench.unit, base, patched, runs, note)
+def _compare(bench: Benchmark, env: str, metric: str, base: list[float], patched: list[float], runs: int, note: str,
+             load: HostLoad) -> BenchResult:
+    return BenchResult.of(bench.name, env, metric, bench.unit, base, patched, runs, note, load=load)

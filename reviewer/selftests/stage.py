@@ -27,6 +27,7 @@ from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
 from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, run_list, run_observed
+from reviewer.verdict import BENCH_RUNS
 from reviewer.vm import kernel_paths
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
@@ -38,7 +39,7 @@ SANDBOX = "sandbox"  # warnings: what the sandbox saw a test do (processes left,
 class Plan:
     chosen: tuple[Chosen, ...]
     envs: tuple[str, ...] = ("plain",)
-    bench_runs: int = 3
+    bench_runs: int = BENCH_RUNS
     slower_than: float = 1.25  # patched/base ratio above which a benchmark is a warning
     extra_env: dict[str, str] = field(default_factory=dict)
     benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name

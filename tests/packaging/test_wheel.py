@@ -191,7 +191,7 @@ def _demo_facts(report: dict[str, Any]) -> dict[str, Any]:
         "stages": [(s["name"], s["status"]) for s in report["stages"]],
         "apply": report["apply"],
         "selftests": [(t["name"], t["tree"], t["env"], t["result"], [st["result"] for st in t["subtests"]]) for t in report["selftests"]],
-        "benchmarks": sorted(json.dumps({k: v for k, v in b.items() if not isinstance(v, (int, float, list)) and k not in ("verdict", "verdict_text", "test", "p")}, sort_keys=True)
+        "benchmarks": sorted(json.dumps({k: v for k, v in b.items() if not isinstance(v, (int, float, list)) and k not in ("verdict", "verdict_text", "test", "p", "host_load")}, sort_keys=True)
                              for b in report["benchmarks"]),
     }
 

@@ -9,6 +9,7 @@ from reviewer.boot import ab, console, intests, kconfig
 from reviewer.boot.qemu import Boot
 from reviewer.ktap import Result
 from reviewer.model import Level
+from reviewer.verdict import BENCH_RUNS
 
 LOGS = Path(__file__).parents[3] / "fixtures" / "boot"
 DMAPOOL = intests.BUILTIN[0]
@@ -39,8 +40,9 @@ def test_a_clean_boot_ends_as_expected() -> None:
 
 
 def test_ratios_and_slower_warning() -> None:
-    # Three boots a side (the runner's default), so that a verdict can be reached: see test_one_boot_a_side_is_no_verdict.
-    base, slow = _side("base", *["dmapool-base.log"] * 3), _side("patched", *["dmapool-slow.log"] * 3)
+    # Five boots a side (the runner's default, verdict.BENCH_RUNS), so that a verdict can be reached: see
+    # test_one_boot_a_side_is_no_verdict.
+    base, slow = _side("base", *["dmapool-base.log"] * BENCH_RUNS), _side("patched", *["dmapool-slow.log"] * BENCH_RUNS)
     bench, findings = ab.compare([DMAPOOL], base, slow, 1.25)
     by_case = {b.metric: b for b in bench}
     assert len(by_case) == 6 and by_case["size:4096 align:4096 blocks:1024"].ratio > 2  # type: ignore[operator]
@@ -50,7 +52,7 @@ def test_ratios_and_slower_warning() -> None:
 
 def test_one_boot_a_side_is_no_verdict() -> None:
     bench, findings = ab.compare([DMAPOOL], _side("base", "dmapool-base.log"), _side("patched", "dmapool-slow.log"), 1.25)
-    assert findings == [] and {b.verdict.outcome for b in bench if b.verdict} == {"single-run"} and len(bench) == 6
+    assert findings == [] and {b.verdict.outcome for b in bench if b.verdict} == {"not-enough-runs"} and len(bench) == 6
 
 
 def test_same_kernel_twice_is_no_warning() -> None:
