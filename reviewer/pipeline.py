@@ -403,15 +403,23 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
 
     assert request.tree is not None
     where = vm.decide(series.touched, request.run_on, request.tree, request.arches)
+    if where.root is not None and request.run_on == "vm":  # guests asked for, and only their root is missing: made here
+        from reviewer.run import ending
+
+        where = vm.make_root(where, lambda line: ending.say(f"selftests: {line}"))
     if where.missing and request.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
         run.findings.append(Finding(vm.RULE, Level.INFO, f"the selftests were not run: {where.missing}",
-                                    hint="--run-on host runs them on this machine's kernel"))
-        return skipped(f"would run {names} in the series' kernels, but {where.missing}")
+                                    hint="; ".join(x for x in (where.fix, "--run-on host runs them on this machine's kernel") if x)))
+        return skipped(f"would run {names} in the series' kernels, but {where.lacking}")
+    if where.missing:  # auto: on the host, said before it starts and in the report, never silently
+        from reviewer.run import ending
+
+        ending.say(f"selftests: on this machine's kernel, not in the series' kernels: {where.lacking}")
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked again before anything runs
     outcome = _run_tests(_Applied(run, series, base, patched), request, where.arch if where.vm else None)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
-    if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where.missing or where.why):
+    if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where):
         run.findings.append(caveat)
     if where.arch is not None and where.vm and (gap := vm.uncovered(series.touched, where.arch)):
         run.findings.append(gap)
@@ -420,7 +428,8 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
         raise SelftestError(f"{len(outcome.regressions)} selftest regression(s) on the patched tree: {outcome.regressions[0].message}",
                             f"the output of each run is in {logs}" if kept else "see the selftests section of the report for the logs")
     inside = " in the series' kernels" if where.vm else ""
-    return ok(f"{names}: {len(outcome.runs)} runs{inside}, {len(outcome.benchmarks)} benchmark figures{kept}", None)
+    host = f"; on this machine's kernel, not in the series' kernels: {where.lacking}" if where.missing else ""
+    return ok(f"{names}: {len(outcome.runs)} runs{inside}, {len(outcome.benchmarks)} benchmark figures{host}{kept}", None)
 
 
 def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:

@@ -63,7 +63,8 @@ def guest_root_command(
                          f"roots are made for: {others}")
     if g is None or g.native:
         raise UsageError(f"guest-root {arch!r}: not another architecture's guest", f"choose from: {others} (the machine's own boots its own root)")
-    print(f"review: made the {g.deb} guest root {root.make(g)}")
+    made = root.make(g, lambda line: print(f"review: {line}", file=sys.stderr, flush=True))  # the steps: downloads take a while
+    print(f"review: made the {g.deb} guest root {made}")
 
 
 @sub_app.command("install-hook", cls=WideHelp, help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")

@@ -315,7 +315,8 @@ def _selftest_lines(review: Review) -> list[str]:
     rows: dict[tuple[str, str], dict[str, str]] = {}
     where: dict[tuple[str, str], dict[str, str]] = {}
     for r in review.selftests:
-        rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s"
+        # A pass has a reason only when the sandbox or the guest saw more (processes left running...): never a plain pass.
+        rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s" + (f" ({r.reason})" if r.result == "pass" and r.reason else "")
         where.setdefault((r.test, r.env), {})[r.tree] = r.where
     places = {k: shape.ran_on(w.get("base", ""), w.get("patched", "")) for k, w in where.items()}
     # One place for all (the usual case) is said once, in the heading; else each row says its own.

@@ -17,8 +17,8 @@ from reviewer import ktap
 from reviewer.boot import console
 from reviewer.model import Finding, Level, TestRun
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
-from reviewer.selftests.choose import TestRef
-from reviewer.selftests.run import Start, outcome, prepare
+from reviewer.selftests.choose import SELFTESTS, TestRef
+from reviewer.selftests.run import Start, left_note, on_test, outcome, prepare
 from reviewer.vm import guest
 from reviewer.vm.arches import GUESTS, GuestArch
 
@@ -88,17 +88,19 @@ def judge(kernels: Kernels, b: Booted, known: frozenset[str] = frozenset()) -> B
         return Batch(tuple(_not_run(s, i, b.label, "its kernel did not build") for s, i in zip(b.starts, b.items, strict=True)), ())
     ready = [s for s in b.starts if isinstance(s, Start)]
     got = dict(zip((id(s) for s in ready), b.guest.ran if b.guest else (), strict=False))
-    runs = []
-    for s in b.starts:
+    runs, seen = [], []
+    for s, item in zip(b.starts, b.items, strict=True):
         if isinstance(s, TestRun):
             runs.append(s)
         elif (r := got.get(id(s))) is not None:
-            runs.append(outcome(s, r.output, r.returncode, r.seconds, r.timed_out))
+            run, notes = _left(outcome(s, r.output, r.returncode, r.seconds, r.timed_out), r)
+            runs.append(run)
+            seen += [on_test(run.test, b.label, run.env, f"{SELFTESTS}/{item.ref.dir}/{item.ref.name}", note) for note in notes]
         else:
             assert b.guest is not None
             runs.append(TestRun(s.name, b.label, s.env, ktap.Result.ERROR, 0.0, f"{NOT_RUN}{fault(b.guest)}"))
     where = kernels.where.get(b.label, "")
-    findings = tuple(faults(b.guest, b.label, b.tag, known)) if b.guest else ()
+    findings = (*(faults(b.guest, b.label, b.tag, known) if b.guest else ()), *seen)
     return Batch(tuple(replace(r, where=where) for r in runs), findings, b.guest.accel if b.guest else "",
                  run_kinds(b.guest) if b.guest else frozenset())
 
@@ -108,6 +110,16 @@ def run(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox: 
     """ITEMS on the tree LABEL (worktree WT) in its kernel: a run per item, and the guest's own faults as findings
     (KNOWN: the kinds of fault the base's guest showed, which on the patched side are not the series')."""
     return judge(kernels, boot(kernels, label, wt, items, sandbox, cap, tag), known)
+
+
+def _left(run: TestRun, ran: guest.Ran) -> tuple[TestRun, list[str]]:
+    """RUN, saying so when it left processes running in the guest (which killed them), and the warning's text."""
+    if not ran.left_count:
+        return run, []
+    short, long = left_note(ran.left, ran.left_count, "the guest")
+    if run.result is ktap.Result.TIMEOUT:
+        return run, [long]
+    return replace(run, reason="; ".join(x for x in (run.reason, f"guest: {short}") if x)), [long]
 
 
 def parallel() -> int:

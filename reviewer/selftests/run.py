@@ -10,12 +10,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.model import TestRun
+from reviewer.model import Finding, Level, TestRun
 from reviewer.proc import Sandboxed
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox, available, read_untrusted
 from reviewer.selftests.choose import SELFTESTS, TestRef
 
 DEFAULT_TIMEOUT = 45.0  # the kselftest runner's default; a dir's `settings` file may change it
+SANDBOX = "sandbox"  # warnings: what the sandbox (or a guest's init) saw a test do: processes left, files written outside its tree, the cap
 def timeout_for(wt: Path, test_dir: str) -> float:
     """The directory's `settings` timeout (kselftest's runner: timeout=0 is none at all: inf), else 45 s.
     The file is the series': read without following a symlink or blocking on a FIFO."""
@@ -235,9 +236,7 @@ def _seen(done: Sandboxed, cut: str) -> list[tuple[str, str]]:
     left, files written outside the tree, the guard killed."""
     seen = [("cut short by --test-timeout", cut)] if cut else []
     if done.left:
-        n = len(done.left)
-        seen.append(("left processes running", f"left {n} process{'es' if n > 1 else ''} running when it exited "
-                     f"(the sandbox killed them): {_some(done.left)}"))
+        seen.append(left_note(done.left, len(done.left), "the sandbox"))
     if done.wrote:
         seen.append(("wrote outside its tree", "wrote outside its tree (into the sandbox's throw-away file systems; "
                      f"the host's were not touched): {_some(done.wrote)}"))
@@ -246,8 +245,22 @@ def _seen(done: Sandboxed, cut: str) -> list[tuple[str, str]]:
     return seen
 
 
-def _some(items: Sequence[str], shown: int = 8) -> str:
-    more = f" and {len(items) - shown} more" if len(items) > shown else ""
+def left_note(left: Sequence[str], total: int, killer: str) -> tuple[str, str]:
+    """(short, long) for a test that left TOTAL processes running when it exited (LEFT: some of them, "pid N: its
+    command line", as the test made them: the report's media escape them), which KILLER killed."""
+    return ("left processes running", f"left {total} process{'es' if total > 1 else ''} running when it exited "
+            f"({killer} killed them): {_some(left, total)}")
+
+
+def on_test(test: str, tree: str, env: str, path: str, note: str) -> Finding:
+    """A warning about what TEST (the program at PATH in the tree) did on TREE in ENV besides its result: what the
+    sandbox or the guest's init saw (NOTE: processes it left running, files it wrote outside its tree, the cap)."""
+    return Finding(SANDBOX, Level.WARNING, f"{test} on the {tree} tree ({env}) {note}", path=path)
+
+
+def _some(items: Sequence[str], total: int | None = None, shown: int = 8) -> str:
+    total = len(items) if total is None else total
+    more = f" and {total - min(shown, len(items))} more" if total > min(shown, len(items)) else ""
     return ", ".join(items[:shown]) + more
 
 

@@ -8,7 +8,8 @@ that `make run_tests` would not run it, and what lists it instead (a TEST_GEN_PR
 helper, a TEST_FILES file), so that its result is not read as the directory's.
 
 Everything runs in the sandbox (sandbox.py). A test that left processes running, wrote outside its
-tree or was cut short by --test-timeout is a `sandbox` warning naming it, on each tree it did so.
+tree or was cut short by --test-timeout is a `sandbox` warning on that test, on each tree it did so,
+and its row's reason says it; in a guest, the guest tells what a test left running (inguest.py).
 """
 from __future__ import annotations
 
@@ -26,13 +27,12 @@ from reviewer.run import ending, private
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
-from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, run_list, run_observed
+from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, on_test, run_list, run_observed
 from reviewer.verdict import BENCH_RUNS
-from reviewer.vm import kernel_paths
+from reviewer.vm import Decision, kernel_paths, root
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
 RULE = "selftests"
-SANDBOX = "sandbox"  # warnings: what the sandbox saw a test do (processes left, files written outside its tree, the cap)
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                     progress.advance(f"{ref} on {label} ({env})")
                     if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
                         runs.append(o.run)
-                        seen += [Finding(SANDBOX, Level.WARNING, f"{o.run.test} on the {label} tree ({env}) {note}") for note in o.notes]
+                        seen += [on_test(o.run.test, label, env, f"{SELFTESTS}/{ref.dir}/{ref.name}", note) for note in o.notes]
     else:
         asks: dict[str, list[inguest.Item]] = {}
         for label, per in lists.items():
@@ -169,18 +169,29 @@ def _in_guest(kernels: inguest.Kernels, b: bench.Benchmark, sandbox: Sandbox, fi
     return run_one
 
 
-def host_caveat(touched: Iterable[str], runs: Iterable[TestRun], why: str = "") -> Finding | None:
+def host_caveat(touched: Iterable[str], runs: Iterable[TestRun], where: Decision | None = None) -> Finding | None:
     """An info when tests ran on the host's kernel while the series changes the kernel: both columns
-    tested the same kernel, so what the series does to it cannot show in them. WHY: why not in a VM."""
+    tested the same kernel, so what the series does to it cannot show in them. WHERE: why not in a VM: asked
+    for (--run-on host), or a guest this machine cannot boot, said with what is missing and what makes it possible."""
     kernel = kernel_paths(touched)
     ran = [r for r in runs if r.where.startswith("host ") and r.env != "-"]
     if not kernel or not ran:
         return None
     more = f" and {len(kernel) - 2} more" if len(kernel) > 2 else ""
-    return Finding(f"{RULE}/host-kernel", Level.INFO,
-                   f"the selftests ran on this machine's kernel ({ran[0].where.removeprefix('host ')}) for base and patched alike: "
-                   f"the series' kernel changes ({', '.join(kernel[:2])}{more}) are not in the kernel they tested",
-                   hint=f"not in the series' kernels: {why}" if why else "--run-on vm runs them in kernels built from the series")
+    alike = f"the selftests ran on this machine's kernel ({ran[0].where.removeprefix('host ')}) for base and patched alike"
+    changes = f"the series' kernel changes ({', '.join(kernel[:2])}{more})"
+    if where is not None and where.missing:  # a guest was called for: never a silent fall-back
+        return Finding(f"{RULE}/host-kernel", Level.INFO, f"{changes} were not tested: {alike}, not in the series' kernels: {where.missing}",
+                       hint=_root_hint(where) if where.root is not None else where.fix or None)
+    return Finding(f"{RULE}/host-kernel", Level.INFO, f"{alike}: {changes} are not in the kernel they tested",
+                   hint=f"not in the series' kernels: {where.why}" if where is not None else "--run-on vm runs them in kernels built from the series")
+
+
+def _root_hint(where: Decision) -> str:
+    """What makes a guest whose one lack is its root: the command (it downloads Debian's packages), or --run-on vm."""
+    assert where.root is not None
+    return (f"make it: {where.fix} (it downloads {len(root.PACKAGES)} {where.root.deb} Debian packages, about 15 MB, once); "
+            "--run-on vm makes it itself")
 
 
 def host_kernel() -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 import shutil
 import sys
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
@@ -43,6 +44,13 @@ class Decision:
     why: str  # for the report: why here
     missing: str = ""  # asked for (or called for) a VM that cannot be booted here: what is missing
     arch: GuestArch | None = None  # the guests' architecture
+    fix: str = ""  # with MISSING: the command that makes the guest possible, if one does
+    root: GuestArch | None = None  # with MISSING: the guest's one lack is its root (which `review guest-root` makes)
+
+    @property
+    def lacking(self) -> str:
+        """What is missing, and what makes it possible."""
+        return f"{self.missing} ({'make it: ' if self.root else ''}{self.fix})" if self.fix else self.missing
 
 
 def uncovered(touched: Iterable[str], arch: GuestArch) -> Finding | None:
@@ -89,15 +97,40 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
         return Decision(False, why, f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
     tools = _tools(g)
     if missing := [t for t in tools if tool(t) is None]:
-        pkgs = ", ".join(dict.fromkeys(tools[t] for t in missing))
-        return Decision(False, why, f"booting a {g.name} guest needs {', '.join(missing)} (install {pkgs})")
-    if firmware := [f"{f} (install {pkg})" for f, pkg in g.firmware if not Path(f).is_file()]:
-        return Decision(False, why, f"booting a {g.name} guest needs QEMU's firmware {', '.join(firmware)}")
+        return Decision(False, why, f"booting a {g.name} guest needs {', '.join(missing)}", fix=install(tools[t] for t in missing))
+    if firmware := [(f, pkg) for f, pkg in g.firmware if not Path(f).is_file()]:
+        return Decision(False, why, f"booting a {g.name} guest needs QEMU's firmware {', '.join(f for f, _ in firmware)}",
+                        fix=install(pkg for _, pkg in firmware))
     if not g.native and not (libc := Path("/usr") / g.target.cross.rstrip("-") / "include" / "stdio.h").is_file():
-        return Decision(False, why, f"building the tests for {g.name} needs {libc} (install libc6-dev-{g.deb}-cross)")
-    if lack := root.missing(g):
-        return Decision(False, why, lack)
+        return Decision(False, why, f"building the tests for {g.name} needs {libc}", fix=install([f"libc6-dev-{g.deb}-cross"]))
+    if not root.ready(g):
+        return Decision(False, why, f"no {g.deb} guest root at {root.location(g)}", fix=root.command(g), root=g)
     return Decision(True, why, arch=g)
+
+
+def make_root(d: Decision, say: Callable[[str], None]) -> Decision:
+    """D, a guest whose one lack is its root, with that root made from Debian's packages (asked for: --run-on vm), SAY
+    hearing of each step; or what failed, and what makes it possible."""
+    from reviewer.errors import ConfigError
+
+    assert d.root is not None
+    g, start = d.root, time.monotonic()
+    say(f"{d.missing}: making it, once, as `{root.command(g)}` does")
+    try:
+        made = root.make(g, say)
+    except ConfigError as exc:
+        return replace(d, missing=f"{d.missing}, and making it failed: {exc.message}", fix=exc.hint or "", root=None)
+    say(f"made the {g.deb} guest root {made} in {time.monotonic() - start:.0f}s")
+    return Decision(True, d.why, arch=g)
+
+
+def install(packages: Iterable[str]) -> str:
+    """The commands that install PACKAGES: Debian's with apt-get, "<name> (pip)" into this tool's own virtualenv."""
+    entries = list(packages)
+    pip = [p.removesuffix(" (pip)") for p in dict.fromkeys(entries) if p.endswith(" (pip)")]
+    apt = list(dict.fromkeys(w for p in entries if not p.endswith(" (pip)") for w in p.split()))
+    commands = [f"apt-get install {' '.join(apt)}"] if apt else []
+    return "; ".join(commands + ([f"{sys.executable} -m pip install {' '.join(pip)}"] if pip else []))
 
 
 def _tools(g: GuestArch) -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Run test programs inside a booted kernel: virtme-ng (`vng --run IMAGE --exec SCRIPT`) in the sandbox.
 
 One boot runs a batch of jobs (each a test program, its directory, its environment and its
-timeout) from a bash script that writes each job's output and exit status into a results
-directory shared read-write with the guest. vng shows the guest the root file system it sees,
+timeout) from a bash script that writes each job's output, exit status and the processes it left
+running (then killed) into a results directory shared read-write with the guest. vng shows the guest the root file system it sees,
 read-only; it runs here inside the sandbox (run/sandbox.py), so the guest sees what a sandboxed
 test would: no home directory, no user repository, no /tmp but the trees given. The guest has
 no network device (vng adds one only with --network). The VM is killed at the batch's timeout
@@ -34,6 +34,8 @@ KILL_AFTER = 5  # seconds between `timeout`'s TERM and its KILL, per job
 MEMORY = "1G"
 COPY_TIMEOUT = 120.0  # seconds to copy a test directory into another architecture's guest root
 _STATUS = re.compile(r"^(?P<rc>\d+) (?P<start>\d+) (?P<end>\d+)$")
+MARK = "REVIEWER_JOB"  # in the environment of every process a job starts: what tells its leftovers (script())
+SHOWN_LEFT = 8  # of the processes a job left, those named in the report
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,8 @@ class Ran:
     returncode: int
     seconds: float
     timed_out: bool
+    left: tuple[str, ...] = ()  # some of the processes it left running, "pid <pid>: <command line>" (the guest killed them)
+    left_count: int = 0  # how many it left
 
 
 @dataclass(frozen=True)
@@ -64,18 +68,49 @@ class GuestRun:
     runner: str = "vng"  # what booted it (what a fault names): vng, or QEMU itself for an initramfs guest
 
 
+# The processes a job left running: every process it starts inherits MARK (a variable of its environment), so the
+# script finds them after the job in /proc, lists them ("pid <pid>: <command line>", 120 bytes of it) and kills them,
+# a few rounds (what they forked meanwhile). Bash builtins only: under TCG a fork per process would take seconds.
+_LEFT = r"""reviewer_left() {
+    local round p e cmd found seen=" "
+    for round in 1 2 3 4 5 6 7 8 9 10; do
+        found=()
+        for p in /proc/[0-9]*; do
+            p=${p#/proc/}
+            [ "$p" = "$$" ] && continue
+            while IFS= read -r -d '' e; do
+                [ "$e" = "$1" ] && { found+=("$p"); break; }
+            done 2>/dev/null <"/proc/$p/environ"
+        done
+        [ ${#found[@]} -eq 0 ] && return
+        for p in "${found[@]}"; do
+            case "$seen" in *" $p "*) continue;; esac
+            seen+="$p "
+            cmd=""
+            while IFS= read -r -d '' e; do cmd+="${cmd:+ }$e"; done 2>/dev/null <"/proc/$p/cmdline"
+            printf 'pid %s: %s\n' "$p" "${cmd:0:120}"
+        done
+        kill -9 "${found[@]}" 2>/dev/null
+        sleep 0.05
+    done
+}"""
+
+
 def script(jobs: Sequence[Job], results: Path) -> str:
     """The guest's bash script: each job from its directory, in its namespaces, under `timeout`; its output
-    to RESULTS/<n>.out, then "<exit> <start ns> <end ns>" to RESULTS/<n>.rc; the guest then powers off."""
-    lines = ["#!/bin/bash", "# Written by reviewer: the tests of one boot.", "echo reviewer-guest: start"]
+    to RESULTS/<n>.out, the processes it left running (killed) to RESULTS/<n>.left, then "<exit> <start ns> <end ns>"
+    to RESULTS/<n>.rc; the guest then powers off."""
+    lines = ["#!/bin/bash", "# Written by reviewer: the tests of one boot.", _LEFT, "echo reviewer-guest: start"]
     for n, job in enumerate(jobs):
         ns = ["unshare", "-r", *SANDBOX_ENVS[job.env], "--"] if job.env != "plain" else []
         argv = ["timeout", "-k", str(KILL_AFTER), f"{job.timeout:g}", *ns, *job.argv]
-        out, rc = shlex.quote(str(results / f"{n}.out")), shlex.quote(str(results / f"{n}.rc"))
+        out, rc, left = (shlex.quote(str(results / f"{n}.{x}")) for x in ("out", "rc", "left"))
+        mark = shlex.quote(f"{MARK}={n}-{os.urandom(6).hex()}")
         lines += [
             f"echo reviewer-guest: job {n}",
-            f"s=$(date +%s%N); (cd {shlex.quote(str(job.cwd))} && exec {shlex.join(argv)}) >{out} 2>&1 </dev/null; r=$?",
-            f'echo "$r $s $(date +%s%N)" >{rc}',
+            f"s=$(date +%s%N); (export {mark}; cd {shlex.quote(str(job.cwd))} && exec {shlex.join(argv)}) >{out} 2>&1 </dev/null; r=$?",
+            f"e=$(date +%s%N); reviewer_left {mark} >{left}",
+            f'echo "$r $s $e" >{rc}',
         ]
     lines.append("echo reviewer-guest: done")
     return "\n".join(lines) + "\n"
@@ -171,10 +206,15 @@ def _read(results: Path, n: int, job: Job) -> Ran | None:
         output = read_untrusted(results / f"{n}.out", 16 << 20).decode(errors="replace")
     except OSError:
         output = ""
-    return _ran(job, int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9, output)
+    try:
+        left = read_untrusted(results / f"{n}.left", 1 << 20).decode(errors="replace").splitlines()
+    except OSError:
+        left = []
+    return _ran(job, int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9, output, tuple(left[:SHOWN_LEFT]), len(left))
 
 
-def _ran(job: Job, rc: int, seconds: float, output: str) -> Ran:
+
+def _ran(job: Job, rc: int, seconds: float, output: str, left: tuple[str, ...] = (), left_count: int = 0) -> Ran:
     # timeout(1): 124 when it sent TERM, 137 when it had to KILL; the test itself may exit 124: the clock decides.
     timed_out = rc in (124, 137) and seconds >= job.timeout - 0.5
-    return Ran(job, output, rc, seconds, timed_out)
+    return Ran(job, output, rc, seconds, timed_out, left, left_count)

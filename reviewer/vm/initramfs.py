@@ -5,7 +5,8 @@ riscv64; and s390x, which needs no more),
 the guest's whole userspace is an initramfs (a newc cpio) holding the jobs' directories, as the
 host built them (static programs: arches.GuestArch.test_vars), at their own paths, and our own
 static /init (guest_init.c, cross-compiled per boot: it is ours, not the series'), which runs
-each job as guest.script's bash would and powers off. The results come over the serial console,
+each job as guest.script's bash would (what a job leaves running is killed, counted and named)
+and powers off. The results come over the serial console,
 as records /init writes into the kernel's log (/dev/kmsg, base64, one line per 57 bytes of
 output, with the byte count at the end): the console prints a record whole, so the kernel's own
 messages never land inside one, and `printk.devkmsg=on` lifts the log's rate limit for them.
@@ -41,8 +42,10 @@ MEMORY_MB = 512
 MAX_ARCHIVE = 256 * 1024**2  # bytes of test directories an initramfs may hold (the guest unpacks it into its memory)
 COMPILE_TIMEOUT = 120.0
 # A record of /init's, after whatever the console puts before it (a timestamp with CONFIG_PRINTK_TIME).
-_RESULT = re.compile(r"@reviewer (?P<n>\d+) (?:out (?P<data>[A-Za-z0-9+/=]*)|rc (?P<rc>\d+) (?P<start>\d+) (?P<end>\d+) (?P<len>\d+))\s*$")
-_OURS = re.compile(r"@reviewer (\d+ (out|rc) |done\s*$)")
+_RESULT = re.compile(r"@reviewer (?P<n>\d+) (?:(?P<what>out|left) (?P<data>[A-Za-z0-9+/=]*)"
+                     r"|rc (?P<rc>\d+) (?P<start>\d+) (?P<end>\d+) (?P<len>\d+)(?: (?P<left>\d+))?)\s*$")
+_OURS = re.compile(r"@reviewer (\d+ (out|left|rc) |done\s*$)")
+Result = tuple[int, float, str, tuple[str, ...], int]  # a job's exit status, seconds, output, some processes it left, how many
 
 
 class TooLarge(Exception):
@@ -145,11 +148,12 @@ def _walk(top: Path) -> Iterator[tuple[Path, os.stat_result]]:
             yield path, os.lstat(path)
 
 
-def read_results(text: str, count: int) -> list[tuple[int, float, str] | None]:
-    """Per job: (exit status, seconds, output) as the console carried them, or None when it never ended; output
-    that did not all arrive says so."""
+def read_results(text: str, count: int) -> list[Result | None]:
+    """Per job: (exit status, seconds, output, processes it left running, how many) as the console carried them,
+    or None when it never ended; output that did not all arrive says so."""
     chunks: dict[int, list[bytes]] = {}
-    done: dict[int, tuple[int, float]] = {}
+    left: dict[int, list[str]] = {}
+    done: dict[int, tuple[int, float, int]] = {}
     sizes: dict[int, int] = {}
     for line in text.splitlines():
         m = _RESULT.search(line)
@@ -157,20 +161,27 @@ def read_results(text: str, count: int) -> list[tuple[int, float, str] | None]:
             continue
         n = int(m["n"])
         if m["rc"] is not None:
-            done[n] = (int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9)
+            done[n] = (int(m["rc"]), (int(m["end"]) - int(m["start"])) / 1e9, int(m["left"] or 0))
             sizes[n] = int(m["len"])
-            continue
-        try:
-            chunks.setdefault(n, []).append(base64.b64decode(m["data"], validate=True))
-        except (binascii.Error, ValueError):
-            chunks.setdefault(n, []).append(b"[reviewer: a garbled line of output]\n")
-    out: list[tuple[int, float, str] | None] = []
+        elif m["what"] == "left":
+            left.setdefault(n, []).append(_decoded(m["data"]).decode(errors="replace"))
+        else:
+            chunks.setdefault(n, []).append(_decoded(m["data"]))
+    out: list[Result | None] = []
     for n in range(count):
         data = b"".join(chunks.get(n, []))
         if n in done and len(data) != sizes[n]:
             data += f"\n[reviewer: the guest sent {len(data)} of its {sizes[n]} bytes of output]\n".encode()
-        out.append((done[n][0], done[n][1], data.decode(errors="replace")) if n in done else None)
+        names = tuple(left.get(n, ()))
+        out.append((done[n][0], done[n][1], data.decode(errors="replace"), names, max(done[n][2], len(names))) if n in done else None)
     return out
+
+
+def _decoded(data: str) -> bytes:
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        return b"[reviewer: a garbled line of output]\n"
 
 
 def console_of(text: str) -> str:
@@ -179,9 +190,9 @@ def console_of(text: str) -> str:
 
 
 def run(image: Path, jobs: Sequence[Job], sandbox: Sandbox, arch: GuestArch, limit: float, kill_after: int,
-        log: Path | None = None) -> tuple[list[tuple[int, float, str] | None], str, float, bool, int | None]:
-    """Boot IMAGE once with an initramfs of JOBS (guest.Job); per job its (status, seconds, output) or None, the
-    console, the seconds, whether it was killed at LIMIT, and QEMU's exit status (None: never started)."""
+        log: Path | None = None) -> tuple[list[Result | None], str, float, bool, int | None]:
+    """Boot IMAGE once with an initramfs of JOBS (guest.Job); per job its Result or None, the console, the seconds,
+    whether it was killed at LIMIT, and QEMU's exit status (None: never started)."""
     sandbox.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:
         work = Path(tmp)

@@ -17,6 +17,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from reviewer.errors import ConfigError
@@ -41,28 +42,39 @@ def location(arch: GuestArch) -> Path:
     return (Path(top) if top else dirs.cache_root() / "guest-roots") / arch.deb
 
 
+def ready(arch: GuestArch) -> bool:
+    """ARCH's userspace is there: the machine's own, whose root is the host's; an initramfs guest, which brings its own;
+    or a root made (its stamp written last)."""
+    return arch.native or arch.initramfs or (location(arch) / STAMP).is_file()
+
+
+def command(arch: GuestArch) -> str:
+    """The command that makes ARCH's root."""
+    return f"review guest-root {arch.name}"
+
+
 def missing(arch: GuestArch) -> str:
-    """What is missing for ARCH's userspace ("" for the machine's own, whose root is the host's, and for an
-    initramfs guest, which brings its own)."""
-    if arch.native or arch.initramfs or (location(arch) / STAMP).is_file():
-        return ""
-    return f"no {arch.deb} guest root at {location(arch)} (make it: review guest-root {arch.name})"
+    """What is missing for ARCH's userspace, and the command that makes it ("" when nothing is)."""
+    return "" if ready(arch) else f"no {arch.deb} guest root at {location(arch)} (make it: {command(arch)})"
 
 
-def make(arch: GuestArch) -> Path:
-    """Download ARCH's packages and unpack them into its root (replacing an older one); the root."""
+def make(arch: GuestArch, say: Callable[[str], None] = lambda _: None) -> Path:
+    """Download ARCH's packages and unpack them into its root (replacing an older one); the root. SAY hears of each step."""
     dest = location(arch)
     dest.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="reviewer-root-", dir=dest.parent) as tmp:
         debs, root = Path(tmp) / "debs", Path(tmp) / "root"
         debs.mkdir()
+        say(f"downloading {len(PACKAGES)} {arch.deb} Debian packages (apt-get download: nothing is installed)")
         _run(["apt-get", "download", *(f"{p}:{arch.deb}" for p in PACKAGES)], debs,
              f"apt-get cannot download the {arch.deb} packages",
              f"as root, once: dpkg --add-architecture {arch.deb} && apt-get update")
-        for deb in sorted(debs.glob("*.deb")):
+        got = sorted(debs.glob("*.deb"))
+        say(f"unpacking {len(got)} packages ({sum(d.stat().st_size for d in got) >> 20} MB) into {dest}")
+        for deb in got:
             _run(["dpkg-deb", "-x", str(deb), str(root)], debs, f"dpkg-deb cannot unpack {deb.name}", "is the download complete?")
         _finish(root)
-        (root / STAMP).write_text("".join(f"{d.name}\n" for d in sorted(debs.glob("*.deb"))))
+        (root / STAMP).write_text("".join(f"{d.name}\n" for d in got))
         old = Path(tmp) / "old"
         if dest.exists():
             dest.rename(old)

@@ -13,6 +13,7 @@ import hashlib
 import json
 import os
 import pwd
+import re
 import secrets
 import shutil
 import socket
@@ -166,13 +167,15 @@ def _review(setup: Setup, user: str | None) -> tuple[subprocess.CompletedProcess
     tmp = setup.area / "tmp"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "PYTHON"))}
     env.update(TMPDIR=str(tmp), HOME=str(setup.env_home), XDG_CACHE_HOME=str(setup.area / "cache"), XDG_STATE_HOME=str(setup.area / "state"),
-               XDG_CONFIG_HOME=str(setup.area / "config"), COLUMNS="200", NO_COLOR="1")
+               XDG_CONFIG_HOME=str(setup.area / "config"), COLUMNS="200", NO_COLOR="1",
+               GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="user.email", GIT_CONFIG_VALUE_0="reviewer@example.org")  # the reply's sender
     python, prefix = [sys.executable], []
     if user is not None:
         python, env = _python_for(user, env)
         prefix = ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"]
     sockets = [str(p) for p in (Path("/tmp") / f"hostile-{setup.mark}.sock", Path("/run") / f"hostile-{setup.mark}.sock")]
     args = [setup.mbox, "--tree", setup.repo, "--run-tests", "--test-timeout", str(CAP), "--log-dir", setup.logs, "--format", "json",
+            "--reply", setup.area / "reply.eml",
             "--test-env", f"HOSTILE_MARK={setup.mark}", "--test-env", f"HOSTILE_SECRETS={':'.join(map(str, setup.secrets))}",
             "--test-env", f"HOSTILE_SOCKETS={':'.join(sockets)}", "--test-env", f"HOSTILE_ABSTRACT=hostile-{setup.mark}"]
     start = time.monotonic()
@@ -191,8 +194,10 @@ def _check(setup: Setup, user: str | None, outside_uid: int) -> None:
         reached = list(listeners.reached)
     assert done.returncode == ExitStatus.SELFTESTS, done.stderr  # hostile_sleep timed out: on the patched tree only
     doc = json.loads(done.stdout)
+    reply = (setup.area / "reply.eml").read_text()
     runs = {r["name"].removeprefix("hostile:"): r for r in doc["selftests"] if r["tree"] == "patched"}
     warned = {f["message"] for f in doc["findings"] if f["rule"] == "sandbox" and f["level"] == "warning"}
+    on = {f["message"]: f["path"] for f in doc["findings"] if f["rule"] == "sandbox"}
 
     def warning(test: str, what: str) -> str:
         found = [w for w in warned if w.startswith(f"hostile:{test} on the patched tree (plain) {what}")]
@@ -226,8 +231,13 @@ def _check(setup: Setup, user: str | None, outside_uid: int) -> None:
     assert f"# {socks[0]}: No such file or directory" in runs["hostile_sockets"]["log"]
     assert "# the abstract socket: Connection refused" in runs["hostile_sockets"]["log"]
     # Processes: reported, and none outlives the review.
-    for test in ("hostile_setsid", "hostile_daemon"):
-        assert runs[test]["result"] == "pass" and "left 1 process running" in warning(test, "left")
+    for test in ("hostile_setsid", "hostile_daemon"):  # a finding on that test, and its row says so
+        left = warning(test, "left")
+        assert re.search(rf"left 1 process running when it exited \(the sandbox killed them\): pid \d+: \./{test}$", left), left
+        assert on[left] == f"{HOSTILE}/{test}"
+        assert runs[test]["result"] == "pass" and runs[test]["reason"] == "sandbox: left processes running"
+        row = " ".join(reply.split(f"    hostile:{test} [plain]: ", 1)[1].split("\n    hostile:")[0].split())  # unwrapped
+        assert re.match(r"skip \d+\.\d\ds -> pass \d+\.\d\ds \(sandbox: left processes running\)", row), row
     bomb = warning("hostile_forkbomb", "left")
     assert "fork failed after" in runs["hostile_forkbomb"]["log"] and "Resource temporarily unavailable" in runs["hostile_forkbomb"]["log"]
     assert 10 < int(bomb.split(" left ")[1].split()[0]) <= PROCESS_LIMIT

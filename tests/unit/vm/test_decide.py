@@ -40,7 +40,10 @@ def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: P
     (tree / "arch/powerpc/Makefile").write_text("# powerpc\n")
     monkeypatch.setenv("REVIEWER_GUEST_ROOTS", str(tmp_path / "roots"))
     ppc = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S"], "auto", tree)
-    assert not ppc.vm and ppc.missing == f"no ppc64el guest root at {tmp_path}/roots/ppc64el (make it: review guest-root ppc64le)"
+    assert not ppc.vm and ppc.missing == f"no ppc64el guest root at {tmp_path}/roots/ppc64el" and ppc.fix == "review guest-root ppc64le"
+    assert ppc.root is GUESTS["ppc64le"]  # its one lack: what --run-on vm makes itself
+    assert ppc.lacking == f"no ppc64el guest root at {tmp_path}/roots/ppc64el (make it: review guest-root ppc64le)"
+    assert root.missing(GUESTS["ppc64le"]) == ppc.lacking
     (tmp_path / "roots/ppc64el").mkdir(parents=True)
     (tmp_path / "roots/ppc64el" / root.STAMP).write_text("bash.deb\n")
     ppc = vm.decide(["arch/powerpc/kernel/vdso/getrandom.S"], "auto", tree)
@@ -58,8 +61,9 @@ def test_a_vm_that_cannot_be_booted_says_what_is_missing(tree: Path, tmp_path: P
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
     none = vm.decide(LIB, "vm", tree)
-    assert not none.vm and none.missing.startswith("booting a x86_64 guest needs vng, qemu-system-x86_64, udevadm")
-    assert "virtme-ng (pip), qemu-system-x86, udev" in none.missing
+    assert not none.vm and none.missing.startswith("booting a x86_64 guest needs vng, qemu-system-x86_64, udevadm") and none.root is None
+    assert none.fix.startswith("apt-get install qemu-system-x86 udev make gcc ")  # one command for Debian's, one for virtme-ng
+    assert none.fix.endswith(f"; {vm.sys.executable} -m pip install virtme-ng")
 
 
 def test_the_fragment_is_the_userspace_set_and_the_tests_own_config(tmp_path: Path) -> None:
@@ -96,7 +100,8 @@ def test_a_32_bit_powerpc_guest_needs_no_root_and_no_vng(tree: Path, tmp_path: P
     monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
     none = vm.decide(["arch/powerpc/kernel/vdso/vgetrandom.c"], "auto", tree, ["ppc32"])
     assert none.missing.startswith("booting a ppc32 guest needs qemu-system-ppc, ") and "vng" not in none.missing
-    assert "powerpc-linux-gnu-gcc" in none.missing and "gcc-powerpc-linux-gnu" in none.missing
+    assert "powerpc-linux-gnu-gcc" in none.missing and none.fix.startswith("apt-get install qemu-system-ppc ") and "gcc-powerpc-linux-gnu" in none.fix
+    assert "pip" not in none.fix
 
 
 def test_guests_say_once_which_vdso_they_cannot_test() -> None:
@@ -123,11 +128,12 @@ def test_riscv64_and_s390x_guests_boot_an_initramfs_and_name_a_missing_firmware(
     lost = dataclasses.replace(GUESTS[name], firmware=((str(tmp_path / "fw.bin"), "qemu-system-data"),))
     monkeypatch.setitem(vm.GUESTS, name, lost)
     gone = vm.decide([path], "vm", tree, [name])
-    assert not gone.vm and gone.missing == f"booting a {name} guest needs QEMU's firmware {tmp_path}/fw.bin (install qemu-system-data)"
+    assert not gone.vm and gone.missing == f"booting a {name} guest needs QEMU's firmware {tmp_path}/fw.bin"
+    assert gone.fix == "apt-get install qemu-system-data" and gone.lacking == f"{gone.missing} (apt-get install qemu-system-data)"
     monkeypatch.setattr(vm.sys, "executable", str(tmp_path / "empty" / "python"))
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     none = vm.decide([path], "vm", tree, [name])
-    assert none.missing.startswith(f"booting a {name} guest needs qemu-system-{name}, ") and "qemu-system-misc" in none.missing
+    assert none.missing.startswith(f"booting a {name} guest needs qemu-system-{name}, ") and none.fix.startswith("apt-get install qemu-system-misc ")
 
 
 def test_riscv64_and_s390x_kernels_leave_out_what_their_guests_lack(tmp_path: Path) -> None:

@@ -2,15 +2,22 @@
 from __future__ import annotations
 
 import os
+import re
 import stat
 import subprocess
 from pathlib import Path
 
 import pytest
 
+from reviewer.ktap import Result
+from reviewer.model import Level
 from reviewer.run.sandbox import Sandbox
+from reviewer.selftests import inguest
+from reviewer.selftests.choose import SELFTESTS, TestRef
+from reviewer.selftests.run import Start, prepare
 from reviewer.vm import guest, root
 from reviewer.vm.arches import GUESTS
+from tests.unit.vm.conftest import alive, pid_of
 
 
 def _run(tmp_path: Path, jobs: list[guest.Job]) -> list[guest.Ran | None]:
@@ -35,6 +42,47 @@ def test_each_job_runs_from_its_directory_with_its_exit_status(tmp_path: Path) -
     assert first.returncode == 4 and not first.timed_out
     assert first.output.splitlines() == [f"from {here.name}", "to stderr"]
     assert second.returncode == 0 and 0 <= second.seconds < 5
+
+
+def test_what_a_job_leaves_running_is_named_and_killed(tmp_path: Path, leavers: Path) -> None:
+    """The hostile daemon and the child in a session of its own, plainly and in the time namespace, and twelve sleepers:
+    each named with its command line (what the test made it), counted, and gone before the next job; none for a job
+    that leaves nothing."""
+    sleepers = ("sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 300 & done; (sleep 301 & exec sleep 302) &")
+    ran = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30), guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
+                          guest.Job(tmp_path, sleepers, "plain", 30), guest.Job(tmp_path, ("true",), "plain", 30)])
+    daemon, setsid, many, none = ran
+    for r, name in ((daemon, "hostile_daemon"), (setsid, "hostile_setsid")):
+        assert r is not None and r.returncode == 0 and not r.timed_out and r.seconds < 5, r
+        assert r.left_count == 1 and len(r.left) == 1 and r.left[0].endswith(f": ./{name}"), r
+        assert not alive(pid_of(r.left[0]))
+    assert many is not None and many.left_count == 14 and len(many.left) == guest.SHOWN_LEFT, many
+    assert {x.split(": ", 1)[1] for x in many.left} <= {"setsid sleep 300", "sleep 300", "sleep 301", "sleep 302"}
+    assert not any(alive(pid_of(x)) for x in many.left)
+    assert none is not None and none.left == () and none.left_count == 0
+
+
+def test_a_test_that_left_processes_in_its_guest_is_a_warning_on_that_test_and_its_row_says_so(tmp_path: Path, leavers: Path) -> None:
+    """The guest's side of the selftest stage (inguest.judge) on what the script wrote: the row still passes, says
+    that it left processes, and a `sandbox` warning names the test, its tree, its environment, how many and which."""
+    wt = tmp_path / "wt"
+    (wt / SELFTESTS).mkdir(parents=True)
+    leavers.rename(wt / SELFTESTS / "hostile")
+    items = [inguest.Item(TestRef("hostile", "hostile_daemon"), "plain"), inguest.Item(TestRef("hostile", "hostile_setsid"), "timens")]
+    starts = tuple(prepare(wt, i.ref, tree="patched", env=i.env) for i in items)
+    jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in starts if isinstance(s, Start)]
+    booted = inguest.Booted("patched", starts, tuple(items), guest.GuestRun(tuple(_run(tmp_path, jobs)), "", 1.0, False, "tcg", 0), True)
+    batch = inguest.judge(inguest.Kernels({"patched": Path("/k")}, {"patched": "booted abc x86_64 tcg"}), booted)
+    daemon, setsid = batch.runs
+    assert daemon.result is Result.PASS and daemon.reason == "guest: left processes running" and daemon.where == "booted abc x86_64 tcg"
+    assert setsid.result is Result.PASS and setsid.reason == "guest: left processes running"
+    warned = {f.path: f for f in batch.findings}
+    assert set(warned) == {f"{SELFTESTS}/hostile/hostile_daemon", f"{SELFTESTS}/hostile/hostile_setsid"}
+    d = warned[f"{SELFTESTS}/hostile/hostile_daemon"]
+    assert d.rule == "sandbox" and d.level is Level.WARNING
+    assert re.fullmatch(r"hostile:hostile_daemon on the patched tree \(plain\) left 1 process running when it exited "
+                        r"\(the guest killed them\): pid \d+: \./hostile_daemon", d.message), d.message
+    assert warned[f"{SELFTESTS}/hostile/hostile_setsid"].message.startswith("hostile:hostile_setsid on the patched tree (timens) left 1 process")
 
 
 def test_a_job_past_its_timeout_is_killed_and_the_next_one_still_runs(tmp_path: Path) -> None:

@@ -16,6 +16,7 @@ from reviewer.build.targets import TARGETS
 from reviewer.run.sandbox import YEAR
 from reviewer.vm import guest, initramfs
 from reviewer.vm.arches import GUESTS
+from tests.unit.vm.conftest import alive, pid_of
 
 
 def _init(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -62,6 +63,24 @@ def test_jobs_run_from_their_directories_with_their_output_and_exit_status(tmp_p
                                     "reviewer-guest: done"]
 
 
+def test_what_a_job_leaves_running_is_killed_counted_and_named_when_it_exits(tmp_path: Path, leavers: Path) -> None:
+    """The hostile daemon and the child in a session of its own, plainly and in the time namespace: each a pass at once
+    (never waiting for the stdout the setsid child holds), its leftover named and gone; twelve sleepers: eight named,
+    twelve counted; a job that leaves nothing has nothing said."""
+    sleepers = ("/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 300 & done; (sleep 301 & exec sleep 302) &")
+    ran, _ = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30), guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
+                             guest.Job(tmp_path, sleepers, "plain", 30), guest.Job(tmp_path, ("/bin/true",), "plain", 30)])
+    daemon, setsid, many, none = ran
+    for r, name in ((daemon, "hostile_daemon"), (setsid, "hostile_setsid")):
+        assert r is not None and r.returncode == 0 and not r.timed_out and r.seconds < 5, r
+        assert r.left_count == 1 and len(r.left) == 1 and r.left[0].endswith(f": ./{name}"), r
+        assert not alive(pid_of(r.left[0]))
+    assert "holds stdout in a session of its own" in setsid.output  # type: ignore[union-attr]
+    assert many is not None and many.left_count == 14 and len(many.left) == guest.SHOWN_LEFT, many  # 12 + the subshell's sleep 301, 302
+    assert not any(alive(pid_of(x)) for x in many.left)
+    assert none is not None and none.left == () and none.left_count == 0
+
+
 def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
     ran, _ = _run(tmp_path, [guest.Job(tmp_path, ("/bin/sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' y"), "plain", 30)])
     (big,) = ran
@@ -96,10 +115,10 @@ def test_results_that_never_ended_or_are_garbled_are_not_made_up() -> None:
             "@reviewer 1 out !!!!\n@reviewer 1 out aGk=\n@reviewer 1 rc 1 0 0 2\n@reviewer 2 out aGFuZ3M=\n@reviewer 7 rc 0 0 0 0\n"
             "@reviewer 3 out b25l\n@reviewer 3 rc 0 0 0 6\n")
     got = initramfs.read_results(text, 4)
-    assert got[0] == (0, 2.0, "hello\n")  # after a console timestamp too
-    assert got[1] == (1, 0.0, "hi")  # the bad line never matched; the good one kept
+    assert got[0] == (0, 2.0, "hello\n", (), 0)  # after a console timestamp too
+    assert got[1] == (1, 0.0, "hi", (), 0)  # the bad line never matched; the good one kept
     assert got[2] is None  # output, but it never ended
-    assert got[3] == (0, 0.0, "one\n[reviewer: the guest sent 3 of its 6 bytes of output]\n")  # lost on the way: said, not hidden
+    assert got[3] == (0, 0.0, "one\n[reviewer: the guest sent 3 of its 6 bytes of output]\n", (), 0)  # lost on the way: said, not hidden
     assert initramfs.console_of(text + "@reviewer done\n") == "noise from somewhere\n"
 
 
