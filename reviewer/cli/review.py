@@ -139,12 +139,15 @@ def main_command(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --send: do not ask for confirmation.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the reply that --send would send, and send nothing.")] = False,
     in_reply_to: Annotated[str | None, typer.Option("--in-reply-to", metavar="MSGID", help="Thread the reply under this Message-ID (needed when the series' mail has none: a reply to an id the tool made up is never sent).")] = None,
+    reply_infos: Annotated[bool, typer.Option("--reply-infos", help="Say the infos in the reply too (by default they stay in the terminal and JSON reports).")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print the terminal report as it is, never through $PAGER (default: less, when stdout is a terminal and the report is taller).")] = False,
     debug: DebugOpt = False,
     color: ColorOpt = None,
 ) -> None:
     _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
     cwd = (repo or Path.cwd()).resolve()
-    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run, _in_reply_to(in_reply_to))
+    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run, _in_reply_to(in_reply_to),
+                         infos=reply_infos)
     outgoing.validate(fmt)
     sender, transport = "", None
     if outgoing.wanted:
@@ -168,9 +171,9 @@ def main_command(
             _b4_check(request, fmt, strict)
         result, error = run(request, fmt, color)
     if outgoing.wanted and reportable(result, error):
-        _outgoing(result, outgoing, sender, transport, cwd, fmt=fmt, color=color)
+        _outgoing(result, outgoing, sender, transport, cwd, fmt=fmt, color=color, pager=not no_pager)
         exit_for(result, error, strict)
-    finish(result, error, fmt=fmt, color=color, strict=strict)
+    finish(result, error, fmt=fmt, color=color, strict=strict, pager=not no_pager)
 
 
 @dataclass(frozen=True)
@@ -183,14 +186,15 @@ class _Outgoing:
     yes: bool
     dry_run: bool
     in_reply_to: str | None = None  # --in-reply-to, without <>
+    infos: bool = False  # --reply-infos
 
     @property
     def wanted(self) -> bool:
         return self.reply is not None or self.send or self.dry_run
 
     def validate(self, fmt: Format) -> None:
-        if (self.per_patch or self.trailers or self.in_reply_to) and not self.wanted:
-            raise UsageError("--per-patch, --trailer and --in-reply-to shape a reply: add --reply FILE, --send or --dry-run")
+        if (self.per_patch or self.trailers or self.in_reply_to or self.infos) and not self.wanted:
+            raise UsageError("--per-patch, --reply-infos, --trailer and --in-reply-to shape a reply: add --reply FILE, --send or --dry-run")
         if self.in_reply_to and self.per_patch:
             raise UsageError("--in-reply-to names one message, and --per-patch answers each patch", "drop one of them")
         if self.wanted and fmt in B4_FORMATS:
@@ -411,12 +415,12 @@ def status_of(findings: Iterable[Finding], strict: bool) -> ExitStatus:
 
 
 def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Transport | None, cwd: Path,
-              *, fmt: Format, color: bool | None) -> None:
-    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers, in_reply_to=out.in_reply_to)
+              *, fmt: Format, color: bool | None, pager: bool = False) -> None:
+    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers, in_reply_to=out.in_reply_to, infos=out.infos)
     msgs = reply_mail.per_patch(result, opts) if out.per_patch else [reply_mail.reply(result, opts)]
     _warn_invented(msgs, out.send)
     if out.reply != "-":
-        report(result, fmt, color)
+        report(result, fmt, color, pager)
     if not msgs:
         print("review: no patch has findings: no reply written", file=sys.stderr)
         return
@@ -478,15 +482,18 @@ def progress_display(fmt: Format, color: bool | None) -> Progress:
     return Display(err) if err.is_terminal else QUIET
 
 
-def finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None, strict: bool = False) -> None:
+def finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None, strict: bool = False,
+           pager: bool = False) -> None:
     # A series that could not be read has nothing to report but the error; one that was
     # read and checked is reported even when a later stage (apply) failed.
     if reportable(result, error):
-        report(result, fmt, color)
+        report(result, fmt, color, pager)
     exit_for(result, error, strict)
 
 
-def report(result: Review, fmt: Format, color: bool | None) -> None:
+def report(result: Review, fmt: Format, color: bool | None, pager: bool = False) -> None:
+    """The report on stdout; the terminal one through a pager (PAGER, else less) when PAGER is true,
+    stdout is a terminal, and the report is taller than it (report/pager.py)."""
     if fmt is Format.JSON:
         from reviewer.report import json as json_report
 
@@ -499,7 +506,9 @@ def report(result: Review, fmt: Format, color: bool | None) -> None:
         # Piped or redirected output is not squeezed into rich's default 80 columns.
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
         out = Console(force_terminal=color, no_color=color is False, highlight=False, width=width)
-        terminal.render(result, out)
+        from reviewer.report import pager as paging
+
+        paging.show(out, lambda: terminal.render(result, out), pager and sys.stdout.isatty())
     sys.stdout.flush()
 
 

@@ -163,7 +163,7 @@ def _get_maintainer(series: Series, tree: Path, mails: list[Mail], paths: list[P
     sections = [per for per, _ in results]
     if not get_maintainer.mailed(series):
         return [get_maintainer.recipients(series, [s for per in sections for s in per])], note
-    return [f for mail, per in zip(mails, sections, strict=True) for f in get_maintainer.missing_cc(mail.patch, per)], note
+    return list(get_maintainer.missing_cc([mail.patch for mail in mails], sections)), note
 
 
 def _hits(results: Sequence[tuple[object, bool]]) -> str:

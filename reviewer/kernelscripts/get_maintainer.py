@@ -4,7 +4,9 @@ Run as `get_maintainer.pl --no-git --no-git-fallback --sections MAIL` from the t
 insists on that): one block per section, its name and then its `X:\tvalue` lines. From the
 sections come two findings: `missing-cc` when a mailed patch's To/Cc lacks a section's list or
 all of its maintainers (netdev's CI checks the same), and `recipients`, the To/Cc an author
-should use, when the series was not mailed yet (a git range has no To/Cc).
+should use, when the series was not mailed yet (a git range has no To/Cc). Both are infos, each
+section said once for the series: who to Cc is the author's business before sending, and a reply
+that repeats it for every patch buries what the review found (issue 30).
 """
 from __future__ import annotations
 
@@ -57,18 +59,42 @@ def _section(lines: list[str]) -> Section | None:
                    tuple(a for a in lists if "@" in a), tuple(fields.get("F", [])))
 
 
-def missing_cc(patch: Patch, sections: Sequence[Section]) -> Iterator[Finding]:
-    """A warning per touched section whose list, or every maintainer, is not on the patch's To/Cc."""
-    present = {_key(a) for a in (*patch.to, *patch.cc, patch.author.email)}
-    for section in (s for s in sections if s.name != REST):
-        lists = [a for a in section.lists if _key(a) not in present]
-        nobody = bool(section.maintainers) and not any(_key(m) in present for m in section.maintainers)
+def missing_cc(patches: Sequence[Patch], sections: Sequence[Sequence[Section]]) -> Iterator[Finding]:
+    """An info per touched section whose list, or every maintainer, is not on the To/Cc of some of the
+    PATCHES touching it (SECTIONS: each patch's), said once for the series and naming those patches."""
+    misses: dict[str, list[tuple[Patch, Section, str | None]]] = {}
+    for patch, per in zip(patches, sections, strict=True):
+        for section in _missed(patch, per):
+            misses.setdefault(section.name, []).append((patch, section, _first_file(patch, section)))
+    for name, hits in misses.items():
+        lists = list(dict.fromkeys(a for patch, s, _ in hits for a in s.lists if not _has(patch, a)))
+        section = hits[0][1]
+        nobody = any(s.maintainers and not any(_has(p, m) for m in s.maintainers) for p, s, _ in hits)
         what = [f"the list {', '.join(lists)}"] if lists else []
         what += [f"all its maintainers ({', '.join(section.maintainers)})"] if nobody else []
-        if what:
-            yield Finding("get-maintainer/missing-cc", Level.WARNING,
-                          f"touches {section.name}, but To/Cc misses {' and '.join(what)}",
-                          patch.index, _first_file(patch, section), hint=HINT)
+        yield Finding("get-maintainer/missing-cc", Level.INFO, f"{_who(hits)} {name}, but To/Cc misses {' and '.join(what)}",
+                      hits[0][0].index if len(hits) == 1 else None, hits[0][2], hint=HINT)
+
+
+def _missed(patch: Patch, sections: Sequence[Section]) -> Iterator[Section]:
+    for section in (s for s in sections if s.name != REST):
+        if any(not _has(patch, a) for a in section.lists) or (section.maintainers and not any(_has(patch, m) for m in section.maintainers)):
+            yield section
+
+
+def _has(patch: Patch, address: str) -> bool:
+    return _key(address) in {_key(a) for a in (*patch.to, *patch.cc, patch.author.email)}
+
+
+def _who(hits: list[tuple[Patch, Section, str | None]]) -> str:
+    """`touches` (one patch: the finding names it), `patches 2/4 and 3/4 touch` or `every patch touches`."""
+    if len(hits) == 1:
+        return "touches"
+    total = hits[0][0].total
+    if len(hits) == total:
+        return "every patch touches"
+    names = [f"{p.index}/{total}" for p, _, _ in hits]
+    return f"patches {', '.join(names[:-1])} and {names[-1]} touch"
 
 
 def recipients(series: Series, sections: Iterable[Section]) -> Finding:

@@ -26,6 +26,7 @@ from typing import Any
 
 from reviewer.errors import CommandError
 from reviewer.model import Finding, Level, Review, Series
+from reviewer.report import escape
 from reviewer.series import prep
 from reviewer.tree.git import output
 
@@ -122,15 +123,17 @@ def results(findings: list[Finding], total: int, strict: bool = False) -> list[d
 
 
 def _detail(f: Finding, total: int) -> dict[str, str]:
-    out = {"status": "fail" if f.level is Level.ERROR else "warn", "description": f"{_where(f)}{f.message} ({f.rule})"}
+    # b4 shows these in its terminal UI: text from the series escaped as for any plain-text medium.
+    out = {"status": "fail" if f.level is Level.ERROR else "warn", "description": escape.text(f"{_where(f)}{f.message} ({f.rule})")}
     if f.quote:
-        out["srcline"] = f.quote[0]
+        out["srcline"] = escape.text(f.quote[0], keep="\t")
     return out
 
 
 def checkpatch_lines(findings: list[Finding]) -> list[str]:
-    """`path:line: ERROR: message (rule)`, as `checkpatch.pl --terse --showfile` prints (infos are left out)."""
-    return [f"{_where(f)}{'ERROR' if f.level is Level.ERROR else 'WARNING'}: {f.message} ({f.rule})"
+    """`path:line: ERROR: message (rule)`, as `checkpatch.pl --terse --showfile` prints (infos are left out);
+    b4 takes each line for a finding, so a newline from the series is escaped (escape.text), never kept."""
+    return [escape.text(f"{_where(f)}{'ERROR' if f.level is Level.ERROR else 'WARNING'}: {f.message} ({f.rule})")
             for f in findings if f.level is not Level.INFO]
 
 

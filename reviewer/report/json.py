@@ -1,7 +1,6 @@
 """The versioned JSON report document (schema documented in docs/json-schema.md)."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from reviewer.model import (
@@ -18,6 +17,7 @@ from reviewer.model import (
     TestRun,
     Trailer,
 )
+from reviewer.report import escape
 
 SCHEMA = 1
 
@@ -40,7 +40,8 @@ def document(review: Review) -> dict[str, Any]:
 
 
 def dumps(review: Review) -> str:
-    return json.dumps(document(review), indent=2, ensure_ascii=False) + "\n"
+    """The document, its strings exact (escape.json: every control character as a \\u escape)."""
+    return escape.json(document(review))
 
 
 def _person(p: Person) -> dict[str, str]:

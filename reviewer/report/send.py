@@ -29,7 +29,7 @@ from typing import Any
 from reviewer import config
 from reviewer.errors import CommandError, ConfigError, ExitStatus, ReviewerError
 from reviewer.proc import run
-from reviewer.report.email import POLICY, as_bytes, invented_parent
+from reviewer.report.message import POLICY, as_bytes, invented_parent
 from reviewer.run import deadline, private
 from reviewer.store import dirs
 from reviewer.tree import git as tree_git

@@ -1,4 +1,6 @@
-"""The terminal report, with rich: header, per-patch table, findings by patch, stages."""
+"""The terminal report, with rich: the conclusion line, header, per-patch table, findings (errors
+first), stages. Every string from the series is a Text made by escape.terminal: rich would read a
+plain str in a table as markup, and lets escape sequences through."""
 from __future__ import annotations
 
 import re
@@ -11,7 +13,8 @@ from rich.text import Text
 
 from reviewer.ktap import Result
 from reviewer.model import Finding, Level, Review, Series, StageStatus, TestRun
-from reviewer.report import shape
+from reviewer.report import conclusion, escape, order, shape
+from reviewer.report.escape import terminal as _t
 
 _STYLE = {Level.ERROR: "bold red", Level.WARNING: "yellow", Level.INFO: "cyan"}
 _STAGE_STYLE = {StageStatus.OK: "green", StageStatus.FAILED: "bold red", StageStatus.SKIPPED: "dim"}
@@ -26,6 +29,8 @@ def render(review: Review, console: Console) -> None:
 def build(review: Review) -> list[RenderableType]:
     parts: list[RenderableType] = []
     if review.series is not None:
+        level, said = conclusion.line(review, [f for f in review.findings if f.level is not Level.INFO])
+        parts += [_t(said, _STYLE[level] if level else "bold green"), Text("")]
         table = [_patch_table(review)] if review.series.patches or review.series.missing else []
         parts += [_header(review.series), *table, Text("")]
     parts += [_findings(review.findings, review.series), Text("")]
@@ -41,7 +46,7 @@ def build(review: Review) -> list[RenderableType]:
         parts += [_benchmarks(review), Text("")]
     parts += _selftest_logs(review)
     if review.boot is not None and review.boot.log_dir:
-        parts += [Text.assemble(("Logs", "bold"), f"  {review.boot.log_dir} (the boot console logs)"), Text("")]
+        parts += [Text.assemble(("Logs", "bold"), f"  {escape.text(str(review.boot.log_dir))} (the boot console logs)"), Text("")]
     parts += [_stages(review)]
     return parts
 
@@ -51,26 +56,26 @@ def _header(s: Series) -> Table:
     grid.add_column(style="bold")
     grid.add_column()
     kind = "GIT PULL" if s.pull_request else f"PATCH v{s.version}"
-    grid.add_row("Series", Text(f"[{kind}] {s.subject}", style="bold"))
+    grid.add_row("Series", _t(f"[{kind}] {s.subject}", "bold"))
     if (pull := shape.pull(s)) is not None:
-        grid.add_row("Pull request", pull)
-    grid.add_row("Author", str(s.author))
+        grid.add_row("Pull request", _t(pull))
+    grid.add_row("Author", _t(str(s.author)))
     grid.add_row("Date", s.date.strftime("%Y-%m-%d %H:%M %z") if s.date else "-")
     shown = f"{len(s.patches)} of {s.total}" if s.missing else str(s.total)
     if s.pull_request and not s.patches:
         shown = "none in the mail (a pull request without a diff)"
     grid.add_row("Patches", shown + (" + cover letter" if s.cover and not s.pull_request else ""))
-    grid.add_row("Message-ID", f"<{s.msgid}>")
-    grid.add_row("Base", s.base_commit or "unknown (no base-commit: line)")
+    grid.add_row("Message-ID", _t(f"<{s.msgid}>"))
+    grid.add_row("Base", _t(s.base_commit or "unknown (no base-commit: line)"))
     if s.cover and s.cover.trailers:
-        grid.add_row("Series trailers", ", ".join(f"{t.name}: {t.value}" for t in s.cover.trailers))
+        grid.add_row("Series trailers", _t(", ".join(f"{t.name}: {t.value}" for t in s.cover.trailers)))
     if len(s.revisions) > 1:
         grid.add_row("Revisions", ", ".join(f"v{r}" for r in s.revisions) + f" (showing v{s.version})")
     rows = [("Partial reroll", [r] if (r := shape.reroll(s)) else []), ("Other postings", shape.other_postings(s)),
             ("Follow-up patches", shape.followups(s)), ("Sent on behalf", shape.on_behalf(s))]
     for title, lines in rows:
         if lines:
-            grid.add_row(title, "\n".join(lines))
+            grid.add_row(title, Text("\n").join(_t(line) for line in lines))
     return grid
 
 
@@ -90,8 +95,8 @@ def _patch_table(review: Review) -> Table:
             continue
         given = [t.name for t in p.trailers if t.source == "followup"] + [f"attest: {a.split(' ', 1)[0]}" for a in p.attestation]
         table.add_row(
-            f"{index}/{s.total}", p.subject, str(len(p.files)), f"+{p.added}", f"-{p.removed}",
-            _counts(counts, index), ", ".join(given),
+            f"{index}/{s.total}", _t(p.subject), str(len(p.files)), f"+{p.added}", f"-{p.removed}",
+            _counts(counts, index), _t(", ".join(given)),
         )
     return table
 
@@ -105,21 +110,21 @@ def _counts(counts: Counter[tuple[int | None, Level]], index: int) -> Text:
 
 
 def _findings(findings: Iterable[Finding], series: Series | None) -> RenderableType:
-    findings = sorted(findings, key=lambda f: (f.patch or 0, f.path or "", f.line or 0))
+    findings = order.ordered(findings)  # what stops the series, then errors, warnings, infos
     if not findings:
         return Text("No findings.", style="green")
     lines = Text()
     total = series.total if series else 0
     for f in findings:
-        lines.append(location(f, total) + ": ")
+        lines.append(escape.text(location(f, total)) + ": ")
         lines.append(f"[{f.level}]", style=_STYLE[f.level])
-        lines.append(f" {f.message} ")
-        lines.append(f"({', '.join(f.sources or (f.rule,))})", style="dim")
+        lines.append(f" {escape.text(f.message)} ")
+        lines.append(escape.text(f"({', '.join(f.sources or (f.rule,))})"), style="dim")
         lines.append("\n")
         for q in f.quote:
-            lines.append(f"    {q}\n", style="dim")
+            lines.append(f"    {escape.text(q)}\n", style="dim")
         if f.hint:
-            lines.append(f"    hint: {f.hint}\n", style="dim")
+            lines.append(f"    hint: {escape.text(f.hint)}\n", style="dim")
     lines.rstrip()
     return lines
 
@@ -141,7 +146,7 @@ def _apply(review: Review) -> Text:
         style = "bold red" if p.status == "failed" else "green"
         text.append(f"  {p.index}/{total} ")
         text.append(p.status, style=style)
-        text.append(f"  {p.detail}\n" if p.detail else "\n")
+        text.append(f"  {escape.text(p.detail)}\n" if p.detail else "\n")
     text.rstrip()
     return text
 
@@ -149,8 +154,8 @@ def _apply(review: Review) -> Text:
 def _chosen(review: Review) -> Text:
     text = Text("Relevant tests:\n", style="bold")
     for c in review.chosen:
-        text.append(f"  {c.test}", style="bold")
-        text.append(f"  ({'; '.join(c.why)})\n")
+        text.append(f"  {escape.text(c.test)}", style="bold")
+        text.append(f"  ({escape.text('; '.join(c.why))})\n")
     text.rstrip()
     return text
 
@@ -166,7 +171,7 @@ def _builds(review: Review) -> Table:
         table.add_column(name)
     for b in review.builds:
         if b.problem:
-            table.add_row(b.target, "-", Text("not built", style="yellow"), "", "", b.problem)
+            table.add_row(b.target, "-", Text("not built", style="yellow"), "", "", _t(b.problem))
         shown: dict[str, tuple[str, ...]] = {}  # a vDSO's exports are shown once, and again where they change
         for st in b.steps:
             style = {"built": "green", "failed": "bold red", "timeout": "red"}.get(st.status, "dim")
@@ -176,7 +181,7 @@ def _builds(review: Review) -> Table:
             shown.update(st.vdso)
             table.add_row(b.target, "base" if not st.patch else f"{st.patch}/{total}", Text(st.status, style=style),
                           str(st.warnings) if st.status in ("built", "failed") else "", f"{st.seconds:.1f}" if st.seconds else "",
-                          what + (f"\nvDSO {vdso}" if vdso else ""))
+                          _t(what + (f"\nvDSO {vdso}" if vdso else ""), keep="\n"))
     return table
 
 
@@ -191,7 +196,7 @@ def _selftests(review: Review) -> Table:
         cells = [_result(sides.get(t)) for t in ("base", "patched")]
         reason = (sides.get("patched") or sides.get("base") or TestRun("", "", "", Result.ERROR, 0)).reason
         where = shape.ran_on(*(sides[t].where if t in sides else "" for t in ("base", "patched")))
-        table.add_row(test, env, *cells, reason, where)
+        table.add_row(_t(test), _t(env), *cells, _t(reason), _t(where))
     return table
 
 
@@ -228,7 +233,7 @@ _LOGS_IN = re.compile(r"; (?P<what>output|console logs) in (?P<path>\S.*)$")
 
 def _selftest_logs(review: Review) -> list[RenderableType]:
     paths = [m["path"] for st in review.stages if st.name == "selftests" and (m := _LOGS_IN.search(st.detail))]
-    return [part for path in paths for part in (Text.assemble(("Logs", "bold"), f"  {path} (the selftests' output)"), Text(""))]
+    return [part for path in paths for part in (Text.assemble(("Logs", "bold"), f"  {escape.text(path)} (the selftests' output)"), Text(""))]
 
 
 def _stages(review: Review) -> Table:
@@ -237,5 +242,5 @@ def _stages(review: Review) -> Table:
         table.add_column(name, justify="right" if name == "Seconds" else "left")
     for st in review.stages:
         detail = _LOGS_IN.sub(lambda m: f"; {m['what']}: see Logs above", st.detail)
-        table.add_row(st.name, Text(str(st.status), style=_STAGE_STYLE[st.status]), f"{st.seconds:.2f}", detail)
+        table.add_row(st.name, Text(str(st.status), style=_STAGE_STYLE[st.status]), f"{st.seconds:.2f}", _t(detail))
     return table

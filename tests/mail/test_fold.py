@@ -63,7 +63,7 @@ def test_non_ascii_subject_and_names_are_encoded_and_folded() -> None:
 
 
 def test_a_body_line_past_998_octets_goes_quoted_printable() -> None:
-    from reviewer.report.email import _cte
+    from reviewer.report.message import _cte
 
     assert _cte("short\nlines\n") == "7bit" and _cte("ünïcode\n") == "8bit"
     assert _cte("> +" + "x" * 1000 + "\n") == "quoted-printable"

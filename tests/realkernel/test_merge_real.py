@@ -92,8 +92,10 @@ def test_maintainers_need_nothing_for_a_covered_new_file(report: dict[str, Any])
     assert asked == [{"maintainers-coverage", "checkpatch/FILE_PATH_CHANGES"}]
 
 
-def test_the_reply_quotes_each_fact_once_and_pastes_checkpatchs_own_lines(report: dict[str, Any]) -> None:
+def test_the_reply_quotes_each_fact_once_and_a_trailer_fact_quotes_the_trailers(report: dict[str, Any]) -> None:
     reply = report["reply"]
     assert reply.count("> +// SPDX-License-Identifier: GPL-2.0") == 1
-    section = reply[reply.index("[3/7]"):reply.index("[4/7]")]
-    assert "checkpatch.pl says:\n\nWARNING: Unknown commit id '1234567'" in section
+    # the malformed Fixes: (an error) and checkpatch's unknown id (a warning) quote the trailer block once (issue 30)
+    assert reply.count('> Fixes: 1234567 ("README: Say many")\n> Signed-off-by: Jane Doe <jane@example.org>') == 1
+    assert "Warning in [3/7] README: Users first\n\nUnknown commit id '1234567', maybe rebased or not pulled?" in reply
+    assert "Error in [2/7] README: Say many\n\n> Many, not various.\n\nNo Signed-off-by at all." in reply  # not a line of the diff

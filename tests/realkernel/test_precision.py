@@ -241,7 +241,8 @@ def test_the_loongarch_series_without_one_block_gets_exactly_that_one_finding(ke
     found = [f for f in judged(r.doc) if explanation(LOONGARCH_VDSO.name, f) is None]
     assert [our_rule(f) for f in found] == [f"{RULE}/{key}"], [(our_rule(f), f["message"]) for f in found]
     assert found[0]["level"] == "error" and found[0]["patch"] == 1
-    assert _in_mail(found[0], r.mail) == 1, r.mail  # the reply says it, once
+    # the reply says it once under its quote, and its first line (the conclusion, issue 30) names it
+    assert _in_mail(found[0], r.mail) == 2 and _in_mail(found[0], r.mail.split("\n\n")[1]) == 1, r.mail
 
 
 def test_each_review_stays_cheap(reviewed: dict[str, Reviewed]) -> None:

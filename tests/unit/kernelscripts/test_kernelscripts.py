@@ -121,21 +121,33 @@ def test_missing_cc_names_the_section_its_file_and_what_is_missing() -> None:
     sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())
     patch = _patch(TCP_DIFF, to=("netdev@vger.kernel.org",),
                    cc=("Eric Dumazet <edumazet@google.com>", "davem@davemloft.net", "Andrew Lunn <andrew@lunn.ch>"))
-    found = list(get_maintainer.missing_cc(patch, sections))
-    assert [(f.rule, f.level, f.patch, f.path) for f in found] == [("get-maintainer/missing-cc", Level.WARNING, 1, E1000)]
+    found = list(get_maintainer.missing_cc([patch], [sections]))
+    assert [(f.rule, f.level, f.patch, f.path) for f in found] == [("get-maintainer/missing-cc", Level.INFO, 1, E1000)]
     assert "INTEL ETHERNET DRIVERS" in found[0].message and "intel-wired-lan@lists.osuosl.org" in found[0].message
     assert "all its maintainers (Tony Nguyen" in found[0].message
     # andrew+netdev@ is Andrew's sub-address: Cc'ing andrew@ counts; LKML (THE REST) is never required
     everyone = patch.cc + ("intel-wired-lan@lists.osuosl.org", "anthony.l.nguyen@intel.com")
-    assert list(get_maintainer.missing_cc(dataclasses.replace(patch, cc=everyone), sections)) == []
+    assert list(get_maintainer.missing_cc([dataclasses.replace(patch, cc=everyone)], [sections])) == []
 
 
 def test_missing_list_alone_is_reported() -> None:
     sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())[:1]
-    (found,) = get_maintainer.missing_cc(_patch(TCP_DIFF, to=("edumazet@google.com",)), sections)
+    (found,) = get_maintainer.missing_cc([_patch(TCP_DIFF, to=("edumazet@google.com",))], [sections])
     assert found.message == "touches NETWORKING [TCP], but To/Cc misses the list netdev@vger.kernel.org"
     assert found.path == "net/ipv4/tcp.c"
 
+
+
+def test_missing_cc_is_said_once_for_the_series_naming_its_patches() -> None:
+    """Issue 30: a section several patches touch without Cc'ing it is one info, not one warning per patch."""
+    sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())[:1]
+    patches = [dataclasses.replace(_patch(TCP_DIFF, to=to), index=i, total=3)
+               for i, to in ((1, ("edumazet@google.com",)), (2, ("netdev@vger.kernel.org", "edumazet@google.com")), (3, ("edumazet@google.com",)))]
+    (found,) = get_maintainer.missing_cc(patches, [sections] * 3)
+    assert (found.level, found.patch, found.path) == (Level.INFO, None, "net/ipv4/tcp.c")
+    assert found.message == "patches 1/3 and 3/3 touch NETWORKING [TCP], but To/Cc misses the list netdev@vger.kernel.org"
+    (every,) = get_maintainer.missing_cc(patches[:1] * 3, [sections] * 3)
+    assert every.message.startswith("every patch touches NETWORKING [TCP], ")
 
 def test_recipients_for_an_unmailed_series() -> None:
     sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())
