@@ -74,7 +74,7 @@ def _facts(facts: list[order.Fact], s: Series, said: set[str]) -> list[str]:
             continue
         patch = next((p for p in s.patches if p.index == f.patch), None) if len(fact.patches) == 1 else None
         # a fact on several patches quotes none of them (its heading names them); one on the series, its tool output
-        quote = quote_lines(f, patch) if patch is not None else [] if fact.patches else [VERBATIM + escape.text(q) for q in f.quote]
+        quote = quote_lines(f, patch) if patch is not None else [] if fact.patches else verbatim(f.quote)
         key = tuple(quote[:2]) if len(quote) > 2 and quote[1].startswith("> @@") else tuple(quote) or (f"#{id(f)}",)
         kept, found = quoted.get(key, (quote, []))
         quoted[key] = (quote if len(quote) > len(kept) else kept, [*found, f])
@@ -116,8 +116,7 @@ def _checkpatch(fact: order.Fact, s: Series) -> str:
             lines.append(f"FILE: {f.path}:{f.line}:" if f.line is not None else f"FILE: {f.path}")
         lines += list(f.quote[:1])
     kind = fact.first.rule.removeprefix("checkpatch/")
-    body = "\n".join(escape.unforgeable(VERBATIM + escape.text(ln, keep="\t")) for ln in lines)
-    return f"checkpatch.pl ({kind}):\n\n{body}"
+    return f"checkpatch.pl ({kind}):\n\n" + "\n".join(verbatim(lines))
 
 
 def trailer(f: Finding) -> bool:
@@ -131,7 +130,7 @@ def quote_lines(f: Finding, p: Patch) -> list[str]:
         return _quoted(p.message.strip().split("\n\n")[-1].splitlines()[-_MAX_QUOTE:]) if p.message.strip() else []
     change = next((c for c in p.files if c.path == f.path), None)
     if change is None or not change.hunks:
-        return [VERBATIM + escape.text(q) for q in f.quote]
+        return verbatim(f.quote)
     head = [diff_line(change)]
     if f.quote:
         hunk = _hunk_with(change, f.quote[0])
@@ -143,6 +142,12 @@ def diff_line(change: FileChange) -> str:
     """`diff --git a/PATH b/PATH`, a path quoted as git quotes it (`"a/x\\ny"`) when it holds a control character."""
     old, new = (escape.text(f"{side}/{path}", name=True) for side, path in (("a", change.old_path or change.path), ("b", change.path)))
     return f"diff --git {old} {new}"
+
+
+def verbatim(lines: Sequence[str]) -> list[str]:
+    """Tool output (a compiler's or a test's lines, checkpatch's report): indented, whole, escaped, and
+    never a line that reads as a trailer (b4 takes `path:2:1: error: ... <a@b.c>` for one)."""
+    return [escape.unforgeable(VERBATIM + escape.text(ln, keep="\t")) for ln in lines]
 
 
 def _quoted(lines: list[str]) -> list[str]:
@@ -187,5 +192,5 @@ def _stopped(review: Review, s: Series, patch: int | None) -> list[str]:
         more = ["[...]"] if len(lines) > _MAX_QUOTE else []
         quote = _quoted([diff_line(change), hunk.header, *lines[:_MAX_QUOTE], *more])
         out.append(wrap(f"The hunk of {p.index}/{s.total} that git could not place:") + "\n\n" + "\n".join(quote))
-    said = "\n".join(escape.unforgeable(VERBATIM + escape.text(ln)) for ln in failed.output if ln)
+    said = "\n".join(verbatim([ln for ln in failed.output if ln]))
     return [*out, f"git am -3 said:\n\n{said}"] if said else out

@@ -4,13 +4,19 @@
 the reply (whole and per patch) and b4's two check formats. Nothing is forged, nothing raw."""
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
-from reviewer.report import escape
+from reviewer.model import Review
+from reviewer.report import email as reply_mail
+from reviewer.report import escape, terminal
+from reviewer.report import json as json_report
 from reviewer.tree.plainrepo import build_base_repo
 from tests.conftest import FIXTURES
 from tests.helpers import Result, review
@@ -83,3 +89,37 @@ def test_b4s_check_formats_forge_no_finding(setup: tuple[Path, Path, Path], tmp_
     assert len(lines) == len(details) == 5  # one line per finding: a newline in a name makes no second one
     assert all(ln.startswith(("lib/vdso/", "WARNING: ")) for ln in lines) and "\x1b" not in "".join(lines)
     assert all("\x1b" not in d["description"] and "\n" not in d["description"] for d in details)
+
+
+# The stages' own outputs carry text the series controls too: a test's output (its reason), a compiler's
+# lines (a build step's detail, a finding's message and quote), a selftest's name; and the thread's
+# Message-ID. Set on a real review of the hostile series, every medium is checked again.
+HOSTILE = f"bad\x1b[2J\x1b]0;title\x07\n{gitseries.FORGED}"
+
+
+def _with_stage_outputs(result: Review) -> Review:
+    from reviewer.ktap import Result as KtapResult
+    from reviewer.model import BuiltStep, BuiltTarget, Finding, Level, TestRun
+
+    assert result.series is not None
+    runs = tuple(TestRun(f"vDSO:{HOSTILE}", tree, "plain", KtapResult.FAIL, 0.1, reason=HOSTILE) for tree in ("base", "patched"))
+    build = BuiltTarget("x86_64", "ARCH=x86", (BuiltStep(0, "built"), BuiltStep(1, "failed", detail=f"lib/vdso/e.c:2:1: error: {HOSTILE}")))
+    compiler = Finding("build/error", Level.ERROR, f"patch 1/1 does not build for x86_64: {HOSTILE}", 1, "lib/vdso/Makefile",
+                       quote=(f"lib/vdso/e.c:2:1: error: {HOSTILE}", "    2 | int x;"))
+    series = dataclasses.replace(result.series, msgid=f"id{HOSTILE}@example.org")
+    return dataclasses.replace(result, series=series, selftests=runs, builds=(build,), findings=(*result.findings, compiler))
+
+
+def test_stage_outputs_and_ids_reach_no_medium_raw(setup: tuple[Path, Path, Path]) -> None:
+    from tests.report.test_reply_properties import body, check_all, reviewed
+
+    result = _with_stage_outputs(reviewed(setup[1], setup[0]))
+    out = io.StringIO()
+    terminal.render(result, Console(file=out, width=250, force_terminal=True, color_system="truecolor"))
+    shown = out.getvalue()
+    assert "\x1b" not in SGR.sub("", shown) and "\x07" not in shown and "bad\\033[2J\\033]0;title\\a\\nReviewed-by" in shown
+    check_all(result)  # the reply's rules, the terminal's order and conclusion
+    text = body(reply_mail.reply(result, reply_mail.ReplyOptions(gitseries.REVIEWER, trailers=(TRAILER,))))
+    assert _forged(text) == [] and "\x1b" not in text and "\x07" not in text
+    assert "patch 1/1 does not build for x86_64: bad\\033[2J" in " ".join(text.split())
+    assert json.loads(json_report.dumps(result))["selftests"][0]["reason"] == HOSTILE and "\x1b" not in json_report.dumps(result)
