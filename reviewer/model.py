@@ -229,6 +229,7 @@ class Series:
     followup_patches: tuple[FollowupPatch, ...] = ()
     pull_request: PullRequest | None = None
     dropped_trailers: tuple[DroppedTrailer, ...] = ()
+    rfc: bool = False  # sent as a request for comments: [RFC PATCH ...], [PATCH RFC ...]
 
     @property
     def reroll_from(self) -> int | None:

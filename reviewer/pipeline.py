@@ -68,6 +68,7 @@ class Request:
     revision: int | None = None
     debug: bool = False
     tree: Path | None = None  # the user's kernel git tree, for the apply stage
+    tree_of_range: bool = False  # TREE was not given: it is the kernel tree the git range TARGET is in (target.range_tree)
     base: str | None = None  # --base REF overrides the series' base-commit
     lore_url: str | None = None  # --lore-url: the public-inbox archive to fetch Message-IDs from
     no_cache: bool = False  # --no-cache: refetch even a freshly cached thread
@@ -236,7 +237,8 @@ def _load(run: _Run, request: Request) -> Done[Series]:
     s = run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
     if s.pull_request is not None:
         return ok(f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail"), s)
-    return ok(f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches", s)
+    of_range = f"; --tree {request.tree}: the kernel tree the range is in" if request.tree_of_range else ""
+    return ok(f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches{of_range}", s)
 
 
 def _parse(run: _Run, series: Series) -> Done[Series]:

@@ -8,11 +8,24 @@ from typing import Annotated
 import typer
 
 # The demo and hook code is imported where it is used (start-up time, see cli/review.py).
-from reviewer.cli.review import B4_FORMATS, ColorOpt, DebugOpt, Format, FormatOpt, WideHelp, finish, report, reportable, run, status_of
+from reviewer.cli.review import (
+    B4_FORMATS,
+    HELP_OPTIONS,
+    ColorOpt,
+    DebugOpt,
+    Format,
+    FormatOpt,
+    WideHelp,
+    finish,
+    report,
+    reportable,
+    run,
+    status_of,
+)
 from reviewer.errors import ApplyError, ExitStatus, SelftestError, UsageError
 from reviewer.pipeline import Request, review
 
-sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True)
+sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, context_settings=HELP_OPTIONS)
 
 
 @sub_app.callback()
@@ -100,7 +113,8 @@ def pre_push_command(
     top = hook.toplevel(cwd)
     worst = ExitStatus.OK
     for push in hook.pushes(top, remote, sys.stdin.read().splitlines()):
-        print(f"review: checking {push.ref} ({push.spec}) before pushing to {remote}", file=sys.stderr)
+        since = f", the commits since {push.since}" if push.since else ""
+        print(f"review: checking {push.ref} ({push.spec}{since}) before pushing to {remote}", file=sys.stderr)
         result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
         if reportable(result, error):
             report(result, Format.TERMINAL, None)

@@ -22,6 +22,7 @@ ZERO = "0" * 40
 class Push:
     ref: str  # the local ref being pushed
     spec: str  # the git range to review, base..tip
+    since: str = ""  # where the base comes from, for a new branch: "where it leaves origin/HEAD", ...
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
@@ -90,28 +91,65 @@ def uninstall(cwd: Path) -> Path | None:
 
 
 def pushes(cwd: Path, remote: str, lines: list[str]) -> list[Push]:
-    """The ranges to review for git's pre-push input LINES (deletions and empty ranges left out)."""
+    """The ranges to review for git's pre-push input LINES (deletions and empty ranges left out). A new
+    branch whose base cannot be told is a ConfigError: the push is blocked, never let through unchecked."""
     out = []
     for line in lines:
         parts = line.split()
         if len(parts) != 4 or parts[1] == ZERO:
             continue
         local_ref, local, _remote_ref, theirs = parts
-        base = _base(cwd, remote, local, theirs)
-        if base and base != local:
-            out.append(Push(local_ref, f"{base}..{local}"))
+        if theirs != ZERO and _known(cwd, theirs):
+            base, since = _git(cwd, "merge-base", theirs, local, check=False) or theirs, ""
+        else:
+            base, since = _new_branch_base(cwd, remote, local_ref, local)
+        if base != local:
+            out.append(Push(local_ref, f"{base}..{local}", since))
     return out
 
 
-def _base(cwd: Path, remote: str, local: str, theirs: str) -> str:
-    if theirs != ZERO and _known(cwd, theirs):
-        return _git(cwd, "merge-base", theirs, local, check=False) or theirs
-    # A new branch (or an unknown remote tip): what no ref of REMOTE already has.
-    new = _git(cwd, "rev-list", "--reverse", local, "--not", f"--remotes={remote}", check=False).split()
-    if not new:
+def _new_branch_base(cwd: Path, remote: str, local_ref: str, local: str) -> tuple[str, str]:
+    """Where a branch new to REMOTE starts, and from what: the fork point from REMOTE's default branch
+    (refs/remotes/REMOTE/HEAD), else from the branch's upstream, else where it leaves REMOTE's branches, else
+    every remote's. Never the root commit: a history that shares none of them is a ConfigError."""
+    for name in (f"refs/remotes/{remote}/HEAD", _upstream(cwd, local_ref)):
+        fork = _fork_point(cwd, name, local)
+        if fork:
+            return fork, f"where it leaves {_short(name)}"
+    for prefix, what in ((f"refs/remotes/{remote}", f"{remote}'s branches"), ("refs/remotes", "the remote-tracking branches")):
+        parent = _leaves(cwd, prefix, local)
+        if parent:
+            return parent, f"where it leaves {what}"
+    branch = _short(local_ref)
+    raise ConfigError(f"cannot tell which commits of {branch} are new: {remote} has no default branch here (refs/remotes/{remote}/HEAD), "
+                      f"{branch} has no upstream, and no remote-tracking branch shares its history",
+                      f"give it one (git branch --set-upstream-to=UPSTREAM {branch}), or after a fetch: git remote set-head {remote} --auto; "
+                      "git push --no-verify pushes it unchecked")
+
+
+def _fork_point(cwd: Path, name: str, local: str) -> str:
+    """The merge base of LOCAL and the ref NAME; "" when NAME is not set or shares no history."""
+    if not name or not _git(cwd, "rev-parse", "--verify", "--quiet", name, check=False):
         return ""
-    parent = _git(cwd, "rev-parse", "--verify", "--quiet", f"{new[0]}^", check=False)
-    return parent  # "" for a root commit: nothing to compare against, not reviewed
+    return _git(cwd, "merge-base", name, local, check=False)
+
+
+def _leaves(cwd: Path, prefix: str, local: str) -> str:
+    """The parent of LOCAL's first commit that no ref under PREFIX has (LOCAL: they have them all); "" when
+    there is no ref under PREFIX, or LOCAL's history shares none of theirs (a root commit has no parent)."""
+    if not _git(cwd, "for-each-ref", "--count=1", "--format=%(refname)", f"{prefix}/", check=False):
+        return ""  # asked first: without refs to stop at, rev-list would walk the whole history
+    new = _git(cwd, "rev-list", "--reverse", local, "--not", f"--glob={prefix}", check=False).split()
+    return _git(cwd, "rev-parse", "--verify", "--quiet", f"{new[0]}^", check=False) if new else local
+
+
+def _upstream(cwd: Path, local_ref: str) -> str:
+    """The upstream of LOCAL_REF (refs/remotes/origin/master), "" when it has none or is not a branch."""
+    return _git(cwd, "for-each-ref", "--format=%(upstream)", local_ref, check=False) if local_ref.startswith("refs/heads/") else ""
+
+
+def _short(ref: str) -> str:
+    return ref.removeprefix("refs/heads/").removeprefix("refs/remotes/")
 
 
 def _known(cwd: Path, sha: str) -> bool:

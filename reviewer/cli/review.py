@@ -24,6 +24,7 @@ from reviewer.pipeline import Request, review
 from reviewer.progress import QUIET, Display, Progress
 from reviewer.report import email as reply_mail
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
+from reviewer.series import target as targets
 from reviewer.verdict import BENCH_RUNS
 
 if TYPE_CHECKING:
@@ -92,10 +93,20 @@ class Format(StrEnum):
 B4_FORMATS = (Format.B4_CHECK, Format.CHECKPATCH)
 
 
-review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as git and b4 have it (a subcommand's context inherits it)
+review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS)
 FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last two read one message on stdin (TARGET -).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
-ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal).")]
+ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal and NO_COLOR is not set).")]
+
+
+def _version(asked: bool) -> None:
+    """--version: the installed package's version, then exit 0 (eager: nothing else is parsed or checked)."""
+    if asked:
+        from reviewer.store.results import version
+
+        print(f"review {version() or 'unknown (not installed: run from a source tree)'}")
+        raise typer.Exit(0)
 
 
 @review_app.command(cls=ReviewHelp, help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
@@ -143,9 +154,11 @@ def main_command(
     no_pager: Annotated[bool, typer.Option("--no-pager", help="Print the terminal report as it is, never through $PAGER (default: less, when stdout is a terminal and the report is taller).")] = False,
     debug: DebugOpt = False,
     color: ColorOpt = None,
+    _shown_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")] = False,
 ) -> None:
     _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
     cwd = (repo or Path.cwd()).resolve()
+    of_range = targets.range_tree(target, cwd) if tree is None and fmt not in B4_FORMATS else None
     outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run, _in_reply_to(in_reply_to),
                          infos=reply_infos)
     outgoing.validate(fmt)
@@ -157,7 +170,7 @@ def main_command(
         transport = mail.transport(cwd) if send else None
     with _target(target, cwd, fmt) as resolved:
         request = Request(target=resolved, cwd=cwd, revision=revision, debug=debug,
-                          tree=tree.resolve() if tree else None, base=base,
+                          tree=tree.resolve() if tree else of_range, tree_of_range=of_range is not None, base=base,
                           lore_url=lore_url, no_cache=no_cache, offline=offline,
                           run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
                           envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
@@ -250,10 +263,12 @@ def _preflight(p: _Preflight) -> None:
 def _tree(tree: Path) -> None:
     from reviewer import config
     from reviewer.tree import git as tree_git
+    from reviewer.tree import kerneltop
 
     config.directory(tree, "--tree")
     if not tree_git.is_git_tree(tree):
         raise ConfigError(f"--tree {tree}: not a git repository", "point --tree at a kernel git checkout")
+    kerneltop.check(tree)
 
 
 def _writable(path: Path) -> None:
@@ -470,6 +485,12 @@ def run(request: Request, fmt: Format, color: bool | None) -> tuple[Review, Revi
     return review(request, progress_display(fmt, color))
 
 
+def no_color(color: bool | None) -> bool | None:
+    """rich's no_color: what --color/--no-color says, else None: rich then reads NO_COLOR (set and not empty: no
+    colour, https://no-color.org), which --color overrides."""
+    return None if color is None else not color
+
+
 def progress_display(fmt: Format, color: bool | None) -> Progress:
     """What the review shows on stderr while it runs: with the terminal report, and when stderr is a
     terminal (or --color forces it), a spinner per slow stage and each build, test and benchmark run
@@ -478,7 +499,7 @@ def progress_display(fmt: Format, color: bool | None) -> Progress:
         return QUIET
     from rich.console import Console
 
-    err = Console(stderr=True, force_terminal=color, no_color=color is False)
+    err = Console(stderr=True, force_terminal=color, no_color=no_color(color))
     return Display(err) if err.is_terminal else QUIET
 
 
@@ -505,7 +526,7 @@ def report(result: Review, fmt: Format, color: bool | None, pager: bool = False)
 
         # Piped or redirected output is not squeezed into rich's default 80 columns.
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-        out = Console(force_terminal=color, no_color=color is False, highlight=False, width=width)
+        out = Console(force_terminal=color, no_color=no_color(color), highlight=False, width=width)
         from reviewer.report import pager as paging
 
         paging.show(out, lambda: terminal.render(result, out), pager and sys.stdout.isatty())

@@ -61,7 +61,7 @@ def subject_line(s: Series, index: int, subject: str, sent: str = "") -> str:
     format-patch and b4 write it when the original is not known."""
     if sent:
         return sent if sent.lower().startswith("re:") else f"Re: {sent}"
-    prefix = "PATCH" + (f" v{s.version}" if s.version > 1 else "")
+    prefix = ("RFC " if s.rfc else "") + "PATCH" + (f" v{s.version}" if s.version > 1 else "")
     if s.total > 1 or index == 0:
         prefix += f" {index}/{s.total}"
     return f"Re: [{prefix}] {subject}"

@@ -52,6 +52,7 @@ def _series(s: Series) -> dict[str, Any]:
     return {
         "subject": s.subject,
         "version": s.version,
+        "rfc": s.rfc,
         "msgid": s.msgid,
         "author": _person(s.author),
         "date": s.date.isoformat() if s.date else None,

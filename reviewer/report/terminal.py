@@ -55,7 +55,7 @@ def _header(s: Series) -> Table:
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column()
-    kind = "GIT PULL" if s.pull_request else f"PATCH v{s.version}"
+    kind = "GIT PULL" if s.pull_request else f"{'RFC ' if s.rfc else ''}PATCH v{s.version}"
     grid.add_row("Series", _t(f"[{kind}] {s.subject}", "bold"))
     if (pull := shape.pull(s)) is not None:
         grid.add_row("Pull request", _t(pull))

@@ -6,6 +6,7 @@ The engine, not the rule file, stamps the finding's rule id and level.
 """
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -204,11 +205,13 @@ def _verdict(rule: Rule, req: Requirement, hit: Hit, index: _Index, found: Found
         return None
     if req.or_in_base and base is not None and in_base(req, caps, base, index):
         return None
-    path = readable(interpolate(req.path, caps, regex=True))
+    pattern = interpolate(req.path, caps, regex=True)
     if where is not None:
-        text = (f"{req.id} ({path}) is met only in patch {where}, after the patch that needs it ({hit.patch}): "
+        path = shown_path(pattern, index, None, where)
+        text = (f"{req.id} ({path or readable(pattern)}) is met only in patch {where}, after the patch that needs it ({hit.patch}): "
                 f"the series is not bisectable at {hit.patch}")
         return _finding(rule, req, hit, Level.WARNING, text, path)
+    path = shown_path(pattern, index, base)
     message = interpolate(req.message, caps, regex=False)
     if req.or_in_base and base is None:
         return _finding(rule, req, hit, Level.INFO, f"unverified: {message} (no kernel tree to check the base against)", path)
@@ -219,7 +222,7 @@ def _base_has(base: BaseTree | None, pattern: re.Pattern[str]) -> bool:
     return base is not None and any(pattern.fullmatch(p) for p in base.paths())
 
 
-def _finding(rule: Rule, req: Requirement, hit: Hit, level: Level, message: str, path: str) -> Finding:
+def _finding(rule: Rule, req: Requirement, hit: Hit, level: Level, message: str, path: str | None) -> Finding:
     hint = interpolate(req.hint, dict(hit.captures), regex=False) if req.hint else None
     quote = (f"+{hit.line.text}",) if hit.line is not None and hit.line.kind == "+" else ()
     return Finding(f"{rule.id}/{req.id}", level, message, hit.patch, path, None, hint, quote)
@@ -315,13 +318,51 @@ def interpolate(template: str, caps: dict[str, str], regex: bool,
 
 
 _META = set(".^$*+?{}[]|()")
+_QUANTIFIERS = set("*+?{")
 
 
 def readable(pattern: str) -> str:
-    """`^arch/x86/Kconfig$` -> `arch/x86/Kconfig`; a pattern that is not a plain path stays as it is."""
+    """`^arch/x86/Kconfig$` -> `arch/x86/Kconfig`; a pattern that is not a plain path stays as it is (for a
+    message; a finding's path is shown_path's)."""
+    body = _body(pattern)
+    text, whole = _literal_start(body)
+    return text if whole else body
+
+
+def shown_path(pattern: str, index: _Index, base: BaseTree | None, patch: int | None = None) -> str | None:
+    """The path a requirement's finding names, never the pattern: the path itself when the pattern is a plain
+    one; else the file it matched in the series (in PATCH, when given), or with a tree in the base; several: the
+    directory that holds them; none: the directory the pattern looks in (`arch/loongarch/`); else no path."""
+    body = _body(pattern)
+    text, whole = _literal_start(body)
+    if whole:
+        return text
+    regex = index.regex(pattern)
+    files = sorted({fc.path for at, fc in index.changes if (patch is None or at == patch) and regex.fullmatch(fc.path)})
+    if not files and base is not None and patch is None:
+        files = sorted(p for p in base.paths() if regex.fullmatch(p))
+    starts = [_literal_start(alternative)[0] for alternative in _alternatives(body)]
+    return _one_place(files) or _directory(os.path.commonprefix(starts))
+
+
+def _one_place(files: Sequence[str]) -> str | None:
+    """The one file, or the directory that holds them all (None: they share none)."""
+    return files[0] if len(files) == 1 else _directory(os.path.commonprefix(list(files))) if files else None
+
+
+def _directory(prefix: str) -> str | None:
+    """The directories of a path's start (`arch/loongarch/vd` -> `arch/loongarch/`); None when it has none."""
+    return prefix[: prefix.rfind("/") + 1] or None
+
+
+def _body(pattern: str) -> str:
     body = pattern.removeprefix("^")
-    if body.endswith("$") and not body.endswith("\\$"):
-        body = body[:-1]
+    return body[:-1] if body.endswith("$") and not body.endswith("\\$") else body
+
+
+def _literal_start(body: str) -> tuple[str, bool]:
+    """BODY's literal start, unescaped, and whether that is all of it (a character a quantifier makes
+    optional is not part of it: `arch/x86?` starts with `arch/x8`)."""
     out, i = [], 0
     while i < len(body):
         char = body[i]
@@ -330,10 +371,31 @@ def readable(pattern: str) -> str:
             i += 2
             continue
         if char in _META or char == "\\":
-            return body
+            return "".join(out[:-1] if char in _QUANTIFIERS else out), False
         out.append(char)
         i += 1
-    return "".join(out)
+    return "".join(out), True
+
+
+def _alternatives(body: str) -> list[str]:
+    """BODY split at its top-level `|`s (not in a group or a character class, not escaped)."""
+    parts, start, depth, in_class, i = [], 0, 0, False, 0
+    while i < len(body):
+        char = body[i]
+        if char == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+        elif char in "()":
+            depth += 1 if char == "(" else -1
+        elif char == "|" and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    return [*parts, body[start:]]
 
 
 def _groups(m: re.Match[str] | None) -> dict[str, str]:

@@ -232,6 +232,7 @@ def _convert(lser: b4.LoreSeries, revisions: tuple[int, ...], source: str, threa
         followup_patches=_followup_patches(thread, reviewed),
         pull_request=pull,
         dropped_trailers=tuple(DroppedTrailer(n, v, Person(fn, fe)) for n, v, fn, fe in sorted(lser.trailer_mismatches)),
+        rfc=any(lm.lsubject.rfc for lm in lser.patches if lm is not None),
     )
 
 

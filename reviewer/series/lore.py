@@ -37,9 +37,10 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from reviewer import config
-from reviewer.errors import FetchError
+from reviewer.errors import ConfigError, FetchError
 from reviewer.run import deadline
-from reviewer.series.msgid import MsgRef
+from reviewer.series.msgid import MsgRef, parse
+from reviewer.tree import git as tree_git
 
 DEFAULT_URL = "https://lore.kernel.org/all/"
 MAX_CANDIDATES = 25  # /raw look-ups for one truncated id; more means "type more of it"
@@ -224,19 +225,57 @@ log = logging.getLogger(__name__)
 log.addHandler(logging.NullHandler())
 
 
-def server_url(ref: MsgRef, option: str | None, configured: str | None) -> str:
+def server_url(ref: MsgRef, option: str | None, configured: str | None, cwd: Path | None = None) -> str:
     """Where to ask: --lore-url, else the server of a pasted lore link, else CONFIGURED (git config
-    reviewer.loreUrl, read and checked by config.py), else lore."""
+    reviewer.loreUrl, read and checked by config.py), else (with CWD) the archive b4 fetches from
+    there (b4.midmask), else lore."""
     if option:
         return _slash(option)
     if ref.base_url and ref.inbox:
         return f"{ref.base_url}{ref.inbox}/"
-    return _slash(configured or DEFAULT_URL)
+    return _slash(configured or (b4_url(cwd) if cwd is not None else None) or DEFAULT_URL)
 
 
 def base_url(ref: MsgRef, option: str | None, cwd: Path) -> str:
     """server_url with reviewer.loreUrl as git config gives it in CWD, for a caller without a loaded config.Config."""
-    return server_url(ref, option, config.from_git(cwd).lore_url)
+    return server_url(ref, option, config.from_git(cwd).lore_url, cwd)
+
+
+def b4_setting(cwd: Path, key: str) -> str | None:
+    """b4.KEY as b4 reads it in CWD: git config, else the `.b4-config` file at the top of the work tree
+    (where b4 takes a project's `*mask` keys from); None when neither sets it."""
+    value = tree_git.config_value(cwd, f"b4.{key}")
+    if not value:
+        top = tree_git.read(cwd, "rev-parse", "--show-toplevel", timeout=30)
+        if top and (Path(top) / ".b4-config").is_file():
+            value = tree_git.read(cwd, "config", "-f", str(Path(top) / ".b4-config"), "--get", f"b4.{key}", timeout=10)
+    return value or None
+
+
+def b4_url(cwd: Path) -> str | None:
+    """The archive b4 fetches threads from, from b4.midmask as b4 makes it: `https://lore.kernel.org/all/%s`
+    gives `https://lore.kernel.org/all/`, and a mask with no list in it (`https://lore.example.org/%s`) asks
+    that server's `all`. None: b4.midmask is not set."""
+    mask = b4_setting(cwd, "midmask")
+    if mask is None:
+        return None
+    url = mask.replace("/%s", "").rstrip("/")
+    if not config.is_http_url(url):
+        raise ConfigError(f"git config b4.midmask: expected an http:// or https:// URL ending in /%s, got {mask!r}",
+                          "e.g. git config b4.midmask https://lore.kernel.org/all/%s (or give --lore-url)")
+    return url + "/" if urlsplit(url).path.strip("/") else url + "/all/"
+
+
+def link_msgid(text: str, cwd: Path) -> MsgRef | None:
+    """The Message-ID in TEXT when it is a link made with b4.linkmask (the `Link:` b4 adds to each patch it
+    applies, e.g. `https://patch.msgid.link/%s`) of a form msgid.parse does not know, e.g. `...?id=%s`."""
+    mask = b4_setting(cwd, "linkmask") if text.startswith(("http://", "https://")) else None
+    if mask is None or mask.count("%s") != 1:
+        return None
+    head, tail = mask.split("%s")
+    found = re.fullmatch(re.escape(head) + r"([^\s/?#&]+?)/?" + re.escape(tail), text.strip())
+    ref = parse(unquote(found.group(1))) if found else None  # `%40` for the @ too
+    return ref if ref is not None and not ref.truncated else None
 
 
 def _slash(url: str) -> str:

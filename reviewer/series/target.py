@@ -1,6 +1,7 @@
 """What the user named: a file, a directory, a git range or a Message-ID -> Series."""
 from __future__ import annotations
 
+import io
 import logging
 from dataclasses import dataclass
 from enum import StrEnum
@@ -12,6 +13,7 @@ from reviewer.model import Series
 from reviewer.series import fetch, lore, msgid
 from reviewer.store import threads as cache
 from reviewer.tree import git as tree_git
+from reviewer.tree import kerneltop
 
 if TYPE_CHECKING:
     import git  # GitPython: imported where a git range is read (~30 ms of start-up otherwise)
@@ -46,12 +48,24 @@ def classify(text: str, cwd: Path) -> Target:
         return Target(Kind.MBOX, text, path)
     if msgid.looks_like_range(text):
         return Target(Kind.RANGE, text)
-    ref = msgid.parse(text)
+    ref = msgid.parse(text) or lore.link_msgid(text, cwd)
     if ref is not None:
         return Target(Kind.MSGID, text, ref=ref)
     if _looks_like_path(text):
         raise InputError(f"{text}: no such file or directory", "check the path; give an mbox, a maildir or a git format-patch directory")
     return Target(Kind.RANGE, text)
+
+
+def range_tree(text: str | None, cwd: Path) -> Path | None:
+    """The kernel tree a git range TEXT is read from, to review the range against as --tree would: the top of
+    CWD's work tree when that is a kernel tree. None: TEXT is no git range, or CWD is in no kernel tree."""
+    try:
+        if text is None or classify(text, cwd).kind is not Kind.RANGE:
+            return None
+    except InputError:
+        return None
+    top = tree_git.read(cwd, "rev-parse", "--show-toplevel", timeout=30)
+    return Path(top) if top and kerneltop.is_kernel_tree(Path(top)) else None
 
 
 def _looks_like_path(text: str) -> bool:
@@ -84,7 +98,7 @@ def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = F
     """Read the messages TARGET names and build the series from them."""
     if target.kind is Kind.MSGID:
         assert target.ref is not None
-        msgs = _fetch(target.ref, remote or Remote())
+        msgs = _fetch(target.ref, remote or Remote(), cwd)
         series = fetch.build_series(msgs, target.text, revision, debug)
         if series.revisions and series.version < max(series.revisions):
             log.info("note: a newer revision of this series exists (v%d); reviewing v%d as asked", max(series.revisions), series.version)
@@ -99,11 +113,11 @@ def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = F
     return fetch.build_series(msgs, target.text, revision, debug)
 
 
-def _fetch(ref: msgid.MsgRef, remote: Remote) -> list[fetch.Message]:
+def _fetch(ref: msgid.MsgRef, remote: Remote, cwd: Path) -> list[fetch.Message]:
     """The thread of REF, from the cache when fresh (or --offline), else from lore (then cached)."""
     if remote.offline:
         return fetch.split_thread(_offline(ref))
-    server = lore.Server(lore.server_url(ref, remote.lore_url, remote.configured_url))
+    server = lore.Server(lore.server_url(ref, remote.lore_url, remote.configured_url, cwd))
     fresh = remote.fresh_seconds
     if not remote.no_cache:
         cached = _cached(ref, fresh)
@@ -155,7 +169,7 @@ def _read(target: Target) -> list[fetch.Message]:
     if target.kind is Kind.STDIN:
         import sys
 
-        return [fetch.parse_bytes(sys.stdin.buffer.read(), "stdin")]
+        return read_stdin(sys.stdin.buffer.read())
     assert target.path is not None
     if target.kind is Kind.PATCHDIR:
         files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
@@ -163,6 +177,26 @@ def _read(target: Target) -> list[fetch.Message]:
             raise InputError(f"{target.text}: no *.patch files in this directory", "point at the output directory of `git format-patch`")
         return [m for f in files for m in _read_file(f)]
     return _read_file(target.path)
+
+
+def read_stdin(data: bytes) -> list[fetch.Message]:
+    """Standard input: an mbox (a whole thread, as `b4 mbox -o -` or `git format-patch --stdout` write it) or one mail."""
+    if not data.startswith(b"From "):
+        return [fetch.parse_bytes(data, "stdin")] if data.strip() else []
+    return [fetch.parse_bytes(mail, f"stdin: message {n}") for n, mail in enumerate(split_mbox(data), start=1)]
+
+
+def split_mbox(data: bytes) -> list[bytes]:
+    """An mbox's mails as Python's mailbox.mbox splits a file (fetch.read_mbox): a mail starts at each line
+    that starts with `From ` (dropped), and the blank line before the next one is the separator. In memory:
+    a file in $TMPDIR would be one more thing to fail (a full disk) and to leave behind."""
+    mails: list[list[bytes]] = []
+    for line in io.BytesIO(data):  # lines end at b"\n" only, as mailbox reads them
+        if line.startswith(b"From "):
+            mails.append([])
+        elif mails:
+            mails[-1].append(line)
+    return [b"".join(m[:-1] if m and m[-1] == b"\n" else m) for m in mails]
 
 
 def _read_file(path: Path) -> list[fetch.Message]:

@@ -74,3 +74,64 @@ def test_foreign_hook_is_left_alone(tmp_path: Path, kernel_repo: Path) -> None:
     assert hook.read_text() == "#!/bin/sh\nexit 0\n"
     review("install-hook", "-C", tmp_path / "tmp", tmp=tmp_path / "tmp2").assert_one_line_error(ExitStatus.CONFIG, "not a git repository")
     shutil.rmtree(work)
+
+
+# --- a new branch: its base is never the root commit ---------------------------------------------------------
+
+def _unsigned_commit(work: Path) -> None:
+    """One commit without the author's Signed-off-by: an error finding (author-signoff)."""
+    (work / "mm" / "dmapool.c").write_text((work / "mm" / "dmapool.c").read_text() + "/* a comment for the test */\n")
+    git(work, "commit", "-q", "-a", "-m", "mm/dmapool: Add a comment\n\nA comment, no Signed-off-by.")
+
+
+def _empty_remote(tmp_path: Path, work: Path, name: str) -> Path:
+    bare = tmp_path / f"{name}.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    git(work, "remote", "add", name, str(bare))
+    return bare
+
+
+def _push_to(work: Path, remote: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", "-C", str(work), "push", remote, "feature"], capture_output=True, text=True, timeout=300)
+
+
+def test_a_new_branch_to_a_remote_without_tracking_refs_is_reviewed(tmp_path: Path, kernel_repo: Path) -> None:
+    """The fork has no refs yet: the commits since the branch left origin's are reviewed (was: since the root, i.e.
+    nothing, and the unsigned commit went through)."""
+    work = _clone(tmp_path, kernel_repo)
+    _unsigned_commit(work)
+    fork = _empty_remote(tmp_path, work, "fork")
+    assert review("install-hook", "-C", work, tmp=tmp_path / "tmp").rc == 0
+    blocked = _push_to(work, "fork")
+    out = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, out
+    base = git(work, "rev-parse", "HEAD~1").strip()
+    assert f"review: checking refs/heads/feature ({base}..{git(work, 'rev-parse', 'HEAD').strip()}, the commits since where it leaves " \
+           "the remote-tracking branches) before pushing to fork" in out, out
+    assert "[error]" in out and "(author-signoff)" in out and "review: error: push blocked" in out, out
+    assert git(fork, "branch") == ""
+
+    git(work, "commit", "-q", "--amend", "--no-edit", "-s")  # signed: the push goes through
+    allowed = _push_to(work, "fork")
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert "feature" in git(fork, "branch")
+
+
+def test_a_new_branch_with_no_base_known_is_refused_with_the_fix(tmp_path: Path, kernel_repo: Path) -> None:
+    """No remote-tracking ref and no upstream: the hook says so and blocks; the upstream it names fixes it."""
+    work = kernel_repo
+    git(work, "checkout", "-q", "-b", "feature")
+    _unsigned_commit(work)
+    fork = _empty_remote(tmp_path, work, "fork")
+    assert review("install-hook", "-C", work, tmp=tmp_path / "tmp").rc == 0
+    refused = _push_to(work, "fork")
+    assert refused.returncode != 0
+    assert "review: error: cannot tell which commits of feature are new: fork has no default branch here" in refused.stderr, refused.stderr
+    assert "hint: give it one (git branch --set-upstream-to=UPSTREAM feature)" in refused.stderr
+    assert git(fork, "branch") == ""
+
+    git(work, "branch", "-q", "--set-upstream-to=master", "feature")  # the local branch it forked from
+    blocked = _push_to(work, "fork")
+    out = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0 and "the commits since where it leaves master" in out and "(author-signoff)" in out, out
+    assert git(fork, "branch") == ""

@@ -8,7 +8,7 @@ import pytest
 
 from reviewer.model import Change, FileChange, Finding, Hunk, Level, Line, Series
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rule, load_rules
-from reviewer.rules.engine import readable
+from reviewer.rules.engine import _Index, readable, shown_path
 from reviewer.series import fetch
 from reviewer.series.patchparse import parse_diff
 from reviewer.tree.base import GitBaseTree
@@ -79,11 +79,12 @@ def test_missing_kconfig_select_without_a_base_is_unverified(demo: Series, rules
 
 
 def test_missing_lds_export(demo: Series, rules: tuple[Rule, ...], base: GitBaseTree) -> None:
-    for tree in (None, base):
+    # Never the pattern: without a tree the directory it looked in, with one the base's linker script.
+    for tree, path in ((None, "arch/loongarch/"), (base, "arch/loongarch/vdso/vdso.lds.S")):
         found = only(list(evaluate(rules, without(demo, 1, "vdso.lds.S"), tree)))
         assert (found.rule, found.level, found.patch) == (f"{RULE}/lds-export", Level.ERROR, 1)
         assert "vdso.lds.S" in found.message and "__vdso_getrandom" in found.message
-        assert found.path == "arch/loongarch/.*vdso[^/]*\\.lds\\.S"  # not a plain path: the pattern
+        assert found.path == path
 
 
 def test_missing_selftest_enable(demo: Series, rules: tuple[Rule, ...], base: GitBaseTree) -> None:
@@ -224,6 +225,41 @@ def test_all_of_with_a_message_condition(demo: Series, tmp_path: Path) -> None:
 ])
 def test_readable(pattern: str, shown: str) -> None:
     assert readable(pattern) == shown
+
+
+SYSCALL_TABLES = "^(scripts/syscall\\.tbl|arch/.+/syscall[^/]*\\.tbl)$"
+PPC_LDS = "^arch/powerpc/.*vdso[^/]*\\.lds\\.S$"
+
+
+@pytest.mark.parametrize(("pattern", "shown"), [
+    ("^arch/loongarch/Kconfig$", "arch/loongarch/Kconfig"),  # a plain path is itself
+    ("^arch/loongarch/.*vdso[^/]*\\.lds\\.S$", "arch/loongarch/"),  # the directory it looks in
+    ("^tools/testing/selftests/vDSO/(Makefile|vgetrandom-chacha\\.S)$", "tools/testing/selftests/vDSO/"),
+    ("^arch/x86?/Kconfig$", "arch/"),  # `6?` may be absent: not part of the directory
+    (SYSCALL_TABLES, None),  # scripts/ or arch/: no one directory
+    ("^a/b\\.c|c/d\\.c$", None),  # top-level alternatives share no directory
+    ("^(?:lib|mm)/.*\\.c$", None),
+])
+def test_a_finding_path_is_never_a_pattern(pattern: str, shown: str | None) -> None:
+    assert shown_path(pattern, _Index(()), None) == shown
+
+
+def test_a_finding_path_is_the_file_matched_or_the_directory_of_several(demo: Series, tmp_path: Path) -> None:
+    """In the series first (the file that lacked the line), else in the base tree: one file, or the directory of several."""
+    repo = tmp_path / "linux"
+    for name in ("arch/powerpc/kernel/vdso/vdso32.lds.S", "arch/powerpc/kernel/vdso/vdso64.lds.S", "scripts/syscall.tbl"):
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text("x\n")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = GitBaseTree(repo, git(repo, "rev-parse", "HEAD").strip())
+    assert shown_path(PPC_LDS, _Index(()), base) == "arch/powerpc/kernel/vdso/"
+    assert shown_path(SYSCALL_TABLES, _Index(()), base) == "scripts/syscall.tbl"
+    lds = "^arch/loongarch/.*vdso[^/]*\\.lds\\.S$"
+    assert shown_path(lds, _Index(demo.patches), base) == "arch/loongarch/vdso/vdso.lds.S"  # the series' own
+    assert shown_path(lds, _Index(demo.patches), None, patch=1) == "arch/loongarch/vdso/vdso.lds.S"
+    assert shown_path(lds, _Index(demo.patches), None, patch=2) == "arch/loongarch/"  # patch 2 has none
 
 
 @pytest.mark.parametrize(("arch", "macro"), [("arm64", "__aarch64__"), ("s390", "__s390x__"), ("loongarch", "__loongarch__")])
