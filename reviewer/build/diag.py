@@ -20,6 +20,10 @@ _LINKER = re.compile(r"^(?:\S*ld(?:\.\w+)?(?:-\d+)?: )?(?P<path>[^\s:]+):(?:(?P<
 _LLD = re.compile(r"^\S*ld\.lld(?:-\d+)?: error: (?P<msg>.*)$")
 _LLD_WHERE = re.compile(r"^>>> referenced by (?P<path>[^\s:]+):(?P<line>\d+)")
 _MAKE_ERROR = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?P<msg>.*)$")
+# GNU as: `{standard input}:19: Error: text` (gcc -pipe) or `/tmp/ccX.s:19: Error: text`: the compiler's own
+# assembly, whose lines mean nothing to the reader; make's next `*** [Makefile:N: target] Error 1` names the goal.
+_AS = re.compile(r"^(?P<path>\{standard input\}|[^\s:][^:]*):(?:(?P<line>\d+):)? (?P<kind>Error|Warning): (?P<msg>.*)$")
+_MAKE_TARGET = re.compile(r"^make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*:\d+: )?(?P<target>[^\]\s]+)\] Error")
 _QUOTES = str.maketrans("\u2018\u2019\u201c\u201d", "''\"\"")
 _NUMBERS = re.compile(r"\b\d+\b")
 
@@ -52,6 +56,8 @@ def parse(log: str, prefixes: Iterable[str] = ()) -> list[Diagnostic]:
             path = _relative(m["path"], strip)
             kind = "error" if "error" in m["kind"] else "warning"
             d = Diagnostic(path, int(m["line"]), kind, m["msg"].strip(), f"{path}:{m['line']}:{m['col'] + ':' if m['col'] else ''} {m['kind']}: {m['msg'].strip()}")
+        elif m := _AS.match(raw):
+            d = _assembler(m, lines[n + 1:], strip)
         elif m := _LINKER.match(raw):
             path = _relative(m["path"], strip)
             line = int(m["line"]) if m["line"] else None
@@ -60,6 +66,18 @@ def parse(log: str, prefixes: Iterable[str] = ()) -> list[Diagnostic]:
             continue
         out.setdefault((d.path, d.line, d.kind, d.text), d)
     return list(out.values())
+
+
+def _assembler(m: re.Match[str], after: list[str], strip: tuple[str, ...]) -> Diagnostic:
+    """An assembler message: on a source file (a .S) where it is one, else on the goal make names next."""
+    kind = m["kind"].lower()
+    path = _relative(m["path"], strip)
+    if path.startswith(("{", "/")):
+        target = next((t["target"] for x in after if (t := _MAKE_TARGET.match(x))), "")
+        text = f"assembler: {m['msg'].strip()}" + (f" (building {_relative(target, strip)})" if target else "")
+        return Diagnostic("", None, kind, text, f"as: {m['kind']}: {m['msg'].strip()}")
+    line = int(m["line"]) if m["line"] else None
+    return Diagnostic(path, line, kind, m["msg"].strip(), f"{path}:{str(line) + ':' if line else ''} {m['kind']}: {m['msg'].strip()}")
 
 
 def make_errors(log: str) -> list[str]:

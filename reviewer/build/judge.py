@@ -28,8 +28,7 @@ def findings(tb: TargetBuild, touched: Sequence[str], total: int) -> list[Findin
     seen = list(steps[0].diagnostics)
     base = steps[0]
     if base.status == "failed":
-        out.append(Finding("build/base", Level.INFO, f"the base does not build for {t} ({base.detail}): the patches' errors are "
-                           "compared with its own"))
+        out.append(_base_limitation(tb))
     last_built: Step | None = base if base.status == "built" else None
     for i, s in enumerate(steps[1:], 1):
         if s.status in ("skipped", "timeout"):
@@ -38,16 +37,10 @@ def findings(tb: TargetBuild, touched: Sequence[str], total: int) -> list[Findin
             out.append(Finding("build/warning", Level.WARNING, f"new compiler warning on {t} (W=1): {d.text}", patch=s.index,
                                path=d.path, line=d.line, quote=(d.quote,)))
         if s.status == "failed":
-            prev = _previous(steps, i)
-            new_errors = diag.new([x for x in s.diagnostics if x.kind == "error"], prev.diagnostics if prev and prev.status == "failed" else ())
-            if prev is None or prev.status != "failed" or new_errors:
-                first = new_errors[0] if new_errors else None
-                lasting = _lasting(steps, i, total)
-                where = f"{first.path}:{first.line}: " if first and first.line else (f"{first.path}: " if first and first.path else "")
-                text = first.text if first else s.detail
-                out.append(Finding("build/error", Level.ERROR, f"patch {s.index}/{total} does not build for {t}: {where}{text}{lasting}",
-                                   patch=s.index, path=first.path if first and first.path else None, line=first.line if first else None,
-                                   quote=(first.quote,) if first else (), hint="every patch of a series must build (git bisect lands on each)"))
+            # What the base or the step before already failed on is not this patch's (the base's is one info).
+            known = [e for before in (base, _previous(steps, i)) if before and before.status == "failed" for e in _errors(before)]
+            if new_errors := diag.new(_errors(s), known):
+                out.append(_broken(t, s, new_errors[0], _lasting(steps, i, total), total))
         else:
             last_built = s
         seen += diag.new(s.diagnostics, seen)  # per key the most copies one step printed, not the sum over steps
@@ -57,6 +50,29 @@ def findings(tb: TargetBuild, touched: Sequence[str], total: int) -> list[Findin
         out.append(Finding("build/timeout", Level.WARNING, f"{t}: --build-timeout reached; not built: {names}",
                            hint="give --build-timeout more seconds (a cold build of a target takes minutes)"))
     return out
+
+
+def _errors(s: Step) -> list[diag.Diagnostic]:
+    """A failed step's errors: the compiler's, or make's first error line when the compiler printed none (no quote)."""
+    return [d for d in s.diagnostics if d.kind == "error"] or [diag.Diagnostic("", None, "error", s.detail, "")]
+
+
+def _broken(t: str, s: Step, first: diag.Diagnostic, lasting: str, total: int) -> Finding:
+    where = f"{first.path}:{first.line}: " if first.line else (f"{first.path}: " if first.path else "")
+    return Finding("build/error", Level.ERROR, f"patch {s.index}/{total} does not build for {t}: {where}{first.text}{lasting}",
+                   patch=s.index, path=first.path or None, line=first.line, quote=(first.quote,) if first.quote else (),
+                   hint="every patch of a series must build (git bisect lands on each)")
+
+
+def _base_limitation(tb: TargetBuild) -> Finding:
+    """The base does not build in our configuration: said once, as the review's limitation, never as the series' error."""
+    base = tb.steps[0]
+    first = _errors(base)[0]
+    config = f"{' '.join(tb.target.variables(False))} tinyconfig" + (f" + {' '.join(tb.config)}" if tb.config else "")
+    return Finding("build/base", Level.INFO, f"the base does not build for {tb.target.name} in this review's configuration "
+                   f"({config}): {first.quote or first.text}; a limitation of the review, not of the series: its patches are "
+                   "judged only on errors the base does not have",
+                   hint=f"the base's goals were: {' '.join(base.goals) or '(none: the configuration failed)'}")
 
 
 def _previous(steps: list[Step], i: int) -> Step | None:

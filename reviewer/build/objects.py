@@ -1,21 +1,23 @@
 """What to ask make for, and the configuration symbols that build it, read as kbuild reads its Makefiles.
 
-A touched C or assembly file is its object (`make path/file.o`); anything of a vDSO (the arch's
-vDSO directory, its headers, lib/vdso/, include/vdso/) is the arch's vDSO directory target
-(`make arch/x86/entry/vdso/`: asking for vdso.so itself is "No rule to make target"). Headers,
-Kconfig and Makefiles are compiled through the objects that read them. The symbols come from the
-`obj-$(CONFIG_FOO) += file.o` lines of the object's Makefile (a composite object's own line
-included), the same for each directory up to the top, and the plain `depends on` of those
-symbols in the Kconfig files beside them.
+A touched C or assembly file is the goal kbuild builds from it (sources.py: its object, `prepare`
+for asm-offsets.c and bounds.c, the includer's object for a file only #included, ...); anything of
+a vDSO (the arch's vDSO directory, its headers, lib/vdso/, include/vdso/) is the arch's vDSO
+directory target (`make arch/x86/entry/vdso/`: asking for vdso.so itself is "No rule to make
+target"). Headers, Kconfig and Makefiles are compiled through the objects that read them. The
+symbols come from the `obj-$(CONFIG_FOO) += file.o` lines of the object's Makefile (a composite
+object's own line included), the same for each directory up to the top, and the plain `depends
+on` of those symbols in the Kconfig files beside them.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from reviewer.build import sources
 from reviewer.build.targets import Target, belongs
 
-Read = Callable[[str], str | None]  # a file of the tree at the step being built, or None
+Read = sources.Read
 
 # Each arch's vDSO directory (6.12), as a make target.
 VDSO_DIRS = {
@@ -29,39 +31,29 @@ _SOURCE = re.compile(r"\.(c|S)$")
 
 def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool], read: Read | None = None,
           listing: Callable[[str], Iterable[str]] | None = None) -> list[str]:
-    """The make goals that compile PATHS on TARGET (the paths that exist at this step). With READ and
-    LISTING (a directory's file names), a C file its Makefile never names but a sibling includes
-    (kernel/sched/build_policy.c includes rt.c) is compiled through that sibling's object."""
+    """The make goals that compile PATHS on TARGET (the paths that exist at this step), `prepare` first.
+    With READ and LISTING (a directory's file names) each file is the goal kbuild builds from it
+    (sources.goal); without, a C or assembly file is its own object."""
     out: dict[str, None] = {}
     for p in paths:
         if not compiled(p, target):
             continue
         if _VDSO.match(p):
             out.update((d, None) for d in VDSO_DIRS.get(target.name, ()) if exists(d.rstrip("/") + "/Makefile"))
-        elif _SOURCE.search(p) and not p.endswith(".lds.S") and exists(p):
-            out[_includer(p, read, listing) if read and listing else p[:-2] + ".o"] = None
-    return list(out)
+        elif exists(p) and (g := sources.goal(p, target.srcarch, read, listing) if read and listing else _own(p)):
+            out[g] = None
+    return sorted(out, key=lambda g: g != sources.PREPARE)
 
 
-def _includer(path: str, read: Read, listing: Callable[[str], Iterable[str]]) -> str:
-    """PATH's object, or the object of the sibling C file that #includes PATH when no Makefile line names it."""
-    own = path[:-2] + ".o"
-    parent, _, name = path.rpartition("/")
-    stem = name[:-2]
-    if re.search(rf"(?<![\w/.-]){re.escape(stem)}\.o\b", _makefile(parent, read)):
-        return own
-    include = re.compile(rf'^\s*#\s*include\s+"{re.escape(name)}"', re.M)
-    for sibling in sorted(listing(parent)):
-        if sibling.endswith(".c") and sibling != name and include.search(read(f"{parent}/{sibling}" if parent else sibling) or ""):
-            return f"{parent}/{sibling[:-2]}.o" if parent else f"{sibling[:-2]}.o"
-    return own
+def _own(path: str) -> str | None:
+    return path[:-2] + ".o" if _SOURCE.search(path) and not path.endswith(".lds.S") else None
 
 
 def compiled(path: str, target: Target) -> bool:
     """Whether a change to PATH is compiled when building for TARGET (through some goal)."""
     if not belongs(path, target) or re.match(r"^(Documentation|tools|samples|LICENSES)/", path):
         return False
-    return bool(_VDSO.match(path) or re.search(r"\.(c|S|h)$", path) or path.rsplit("/", 1)[-1] in ("Makefile", "Kbuild")
+    return bool(_VDSO.match(path) or re.search(r"\.(c|S|h|asn1|bc)$|_shipped$", path) or path.rsplit("/", 1)[-1] in ("Makefile", "Kbuild")
                 or path.rsplit("/", 1)[-1].startswith("Kconfig"))
 
 

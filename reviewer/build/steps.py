@@ -5,7 +5,8 @@ symbols that guard the touched objects), kept in the tree's kernel cache beside 
 and sharing its source checkout and ccache store, so that base and each patch are incremental.
 Each step checks out its commit, removes the goals' objects (so that every step compiles, and
 prints the warnings of, exactly the touched objects; ccache makes an unchanged one a copy and
-replays its warnings) and runs `make -k W=1 <goals>` in the sandbox. A step's warnings are
+replays its warnings; for `prepare`, the `.s` files the top-level Kbuild makes) and runs
+`make -k W=1 <goals>` in the sandbox. A step's warnings are
 compared with the steps before it (diag.new); an error is the patch's when the step before built.
 """
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer.build import diag, objects, vdso
+from reviewer.build import diag, objects, sources, vdso
 from reviewer.build.targets import Target
 from reviewer.errors import CommandError
 from reviewer.kbuild import make as kmake
@@ -159,10 +160,11 @@ def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tup
         return Step(commit.index, "skipped", detail=f"no C or assembly file of the series to compile for {target.name} here (headers, "
                     "Kconfig and Makefiles are compiled through the objects that use them)"), not_kept
     for g in goals:
-        _forget(out, g)
+        for stale in sources.prepared(_reader(src), target.srcarch).values() if g == sources.PREPARE else (g,):
+            _forget(out, stale)
     status, log = "built", ""
     try:
-        log = box.make(max(left - (time.monotonic() - start), 1.0), "-k", f"-j{plan.jobs}", "W=1", *goals)
+        log = box.make(max(left - (time.monotonic() - start), 1.0), "-k", f"-j{plan.jobs}", "W=1", *_asked(goals))
     except CommandError as exc:
         log = exc.stdout + "\n" + exc.stderr
         status = "timeout" if exc.timeout is not None else "failed"
@@ -175,6 +177,14 @@ def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tup
     if status == "built":
         images = tuple(vdso.read(p, out, target.readelf()) for g in goals if g.endswith("/") for p in vdso.images(out, g))
     return Step(commit.index, status, time.monotonic() - start, goals, detail, tuple(found), images), not_kept
+
+
+def _asked(goals: Sequence[str]) -> tuple[str, ...]:
+    """What make is asked for. `prepare` beside a single target (a file, `dir/`) would make a "mixed build",
+    which the top-level Makefile runs one goal at a time under `set -e` (__build_one_by_one: a failed goal
+    stops the rest, -k or not); every single target needs `prepare` anyway (`$(build-dir): prepare`)."""
+    single = tuple(g for g in goals if g != sources.PREPARE)
+    return single or tuple(goals)
 
 
 def _defined(repo: Path, commit: str, symbols: list[str]) -> list[str]:

@@ -219,3 +219,32 @@ def test_lld_undefined_symbol_with_its_reference(tmp_path: Path) -> None:
     (d,) = diag.parse(done.stderr, (str(tmp_path),))
     assert (d.kind, d.text, d.path, d.line) == ("error", "undefined symbol: bar", "u.c", 2)
     assert d.quote.startswith("ld.lld-19: error: undefined symbol: bar")
+
+
+POWERPC_ASCII = 'void f(void)\n{\n\tasm volatile(".ascii \\"abc\\"\\n\\tnop");\n}\n'  # an instruction after 3 bytes
+
+
+@pytest.mark.parametrize("flags", [(), ("-pipe",)])
+def test_assembler_errors_in_the_compilers_own_assembly_name_makes_goal(tmp_path: Path, flags: tuple[str, ...]) -> None:
+    # What asm-offsets.c's markers do when assembled: gas reports lines of gcc's temporary file (or of
+    # {standard input} with -pipe), which mean nothing to the reader; make's next line names the goal.
+    (tmp_path / "a.c").write_text(POWERPC_ASCII)
+    done = subprocess.run(["powerpc-linux-gnu-gcc", *flags, "-c", "a.c", "-o", os.devnull], cwd=tmp_path, env={**os.environ, "LANG": "C"},
+                          capture_output=True, text=True, check=False)
+    assert done.returncode != 0 and "Error: instruction address is not a multiple of 4" in done.stderr
+    log = done.stderr + "make[4]: *** [scripts/Makefile.build:229: arch/powerpc/kernel/asm-offsets.o] Error 1\n"
+    (found,) = diag.parse(log)  # one line per misplaced instruction: one diagnostic
+    assert (found.path, found.line, found.kind) == ("", None, "error")
+    assert found.text == "assembler: instruction address is not a multiple of 4 (building arch/powerpc/kernel/asm-offsets.o)"
+    assert found.quote == "as: Error: instruction address is not a multiple of 4"
+
+
+def test_assembler_errors_in_a_source_file_keep_its_line(tmp_path: Path) -> None:
+    (tmp_path / "src" / "arch").mkdir(parents=True)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "src" / "arch" / "t.S").write_text("\tnop\n\tbogus 1\n")
+    done = subprocess.run(["powerpc-linux-gnu-gcc", "-c", "../src/arch/t.S", "-o", os.devnull], cwd=tmp_path / "out",
+                          env={**os.environ, "LANG": "C"}, capture_output=True, text=True, check=False)
+    (found,) = diag.parse(done.stderr, ("../src",))
+    assert (found.path, found.line, found.kind, found.text) == ("arch/t.S", 2, "error", "unrecognized opcode: `bogus'")
+    assert found.quote == "arch/t.S:2: Error: unrecognized opcode: `bogus'"

@@ -116,6 +116,30 @@ def test_a_failing_base_is_an_info_and_the_patches_are_compared_with_it() -> Non
     assert found[1].path == "mm/b.c"
 
 
+def test_a_base_that_does_not_build_is_one_info_naming_the_configuration_and_its_first_error() -> None:
+    # The review's own limitation (our configuration, our goals), never an error on the series: a patch
+    # failing on what the base failed on is not judged, even after a patch that built.
+    asm = Diagnostic("", None, "error", "assembler: instruction address is not a multiple of 4 (building arch/powerpc/kernel/asm-offsets.o)",
+                     "as: Error: instruction address is not a multiple of 4")
+    base = Step(0, "failed", 1.0, ("arch/powerpc/kernel/asm-offsets.o",), asm.quote, (asm,))
+    build = TargetBuild(PPC64, (base, Step(1, "failed", 1.0, base.goals, asm.quote, (asm,)), _built(2),
+                                Step(3, "failed", 1.0, base.goals, asm.quote, (asm,))),
+                        config=("CONFIG_PPC64=y", "CONFIG_PPC_BOOK3S_64=y"))
+    found = judge.findings(build, ("arch/powerpc/kernel/asm-offsets.c",), 3)
+    assert _brief(found) == [("build/base", Level.INFO, None)]
+    (info,) = found
+    assert info.message.startswith("the base does not build for ppc64le in this review's configuration (ARCH=powerpc "
+                                   "CROSS_COMPILE=powerpc64le-linux-gnu- tinyconfig + CONFIG_PPC64=y CONFIG_PPC_BOOK3S_64=y): "
+                                   "as: Error: instruction address is not a multiple of 4; a limitation of the review")
+    assert "arch/powerpc/kernel/asm-offsets.o" in (info.hint or "")
+
+
+def test_a_patch_failing_without_compiler_lines_where_the_base_failed_alike_is_not_judged() -> None:
+    make = "[scripts/Makefile.build:229: mm/a.o] Error 1"
+    found = _judge(Step(0, "failed", 1.0, ("mm/a.o",), make), Step(1, "failed", 1.0, ("mm/a.o",), make.replace("229", "231")))
+    assert _brief(found) == [("build/base", Level.INFO, None)]
+
+
 def _img(*symbols: str, path: str = VDSO) -> Image:
     return Image(path, tuple(sorted(symbols)))
 
