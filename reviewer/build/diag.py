@@ -24,6 +24,9 @@ _MAKE_ERROR = re.compile(r"^make(?:\[\d+\])?: \*\*\* (?P<msg>.*)$")
 # assembly, whose lines mean nothing to the reader; make's next `*** [Makefile:N: target] Error 1` names the goal.
 _AS = re.compile(r"^(?P<path>\{standard input\}|[^\s:][^:]*):(?:(?P<line>\d+):)? (?P<kind>Error|Warning): (?P<msg>.*)$")
 _MAKE_TARGET = re.compile(r"^make(?:\[\d+\])?: \*\*\* \[(?:[^\]]*:\d+: )?(?P<target>[^\]\s]+)\] Error")
+# make's own warnings about a Makefile (`Makefile:1984: warning: overriding recipe for target
+# 'arch/powerpc/kernel/vmlinux.lds'` when asked for the top-level Makefile's KBUILD_LDS) say nothing of the code.
+_MAKE_OWN = re.compile(r"^(Makefile|Kbuild)(\..*)?$")
 _QUOTES = str.maketrans("\u2018\u2019\u201c\u201d", "''\"\"")
 _NUMBERS = re.compile(r"\b\d+\b")
 
@@ -52,7 +55,7 @@ def parse(log: str, prefixes: Iterable[str] = ()) -> list[Diagnostic]:
             w = next((_LLD_WHERE.match(x.strip()) for x in lines[n + 1:n + 4] if _LLD_WHERE.match(x.strip())), None)
             path, line = (_relative(w["path"], strip), int(w["line"])) if w else ("", None)
             d = Diagnostic(path, line, "error", m["msg"].strip(), raw.strip())
-        elif m := _LINE.match(raw):
+        elif (m := _LINE.match(raw)) and not _MAKE_OWN.match(m["path"].rsplit("/", 1)[-1]):
             path = _relative(m["path"], strip)
             kind = "error" if "error" in m["kind"] else "warning"
             d = Diagnostic(path, int(m["line"]), kind, m["msg"].strip(), f"{path}:{m['line']}:{m['col'] + ':' if m['col'] else ''} {m['kind']}: {m['msg'].strip()}")

@@ -248,3 +248,11 @@ def test_assembler_errors_in_a_source_file_keep_its_line(tmp_path: Path) -> None
     (found,) = diag.parse(done.stderr, ("../src",))
     assert (found.path, found.line, found.kind, found.text) == ("arch/t.S", 2, "error", "unrecognized opcode: `bogus'")
     assert found.quote == "arch/t.S:2: Error: unrecognized opcode: `bogus'"
+
+
+def test_makes_own_warnings_about_makefiles_are_not_compiler_diagnostics() -> None:
+    # Printed by the top-level Makefile when asked for arch/powerpc/kernel/vmlinux.lds (6.12, measured).
+    log = ("/src/Makefile:1984: warning: overriding recipe for target 'arch/powerpc/kernel/vmlinux.lds'\n"
+           "/src/Makefile:1224: warning: ignoring old recipe for target 'arch/powerpc/kernel/vmlinux.lds'\n"
+           "/src/mm/t.c:5:6: warning: unused variable 'x' [-Wunused-variable]\n")
+    assert [(d.path, d.line) for d in diag.parse(log, ("/src",))] == [("mm/t.c", 5)]
