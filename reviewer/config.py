@@ -54,6 +54,7 @@ from reviewer.tree.git import call as git_call
 TREE_FILE = ".reviewer.toml"
 LEVELS = tuple(lv.value for lv in Level)
 HINT = "see `git config --get-regexp '^reviewer\\.'` and the .reviewer.toml of the kernel tree"
+TOO_DEEP = "arrays or tables nested too deeply for Python's TOML parser"
 
 
 @dataclass(frozen=True)
@@ -264,6 +265,8 @@ def from_toml(path: Path, tree: Path) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: cannot read it: {exc}", HINT) from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{path}: cannot read it: {TOO_DEEP}", HINT) from exc
     _only(path, "", data, {"rules", "checkpatch"})
     rules = data.get("rules", {})
     if not isinstance(rules, dict):

@@ -281,6 +281,10 @@ def _check(run: _Run, request: Request, series: Series) -> Done[_Base | None]:
             raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
         commit, source = apply_base.choose_base(request.tree, series, request.base)
         chosen = _Base(commit, source, GitBaseTree(request.tree, commit))
+        if request.tests and not request.no_tests:  # a name the tree lacks is a usage error, before anything is applied
+            from reviewer.selftests import known
+
+            known.check(request.tests, chosen.tree, series)
     base = chosen.tree if chosen else None
     found = [*run_checks(series, base), *evaluate(run.rules, series, base)]
     scripts = _kernel_scripts(run, request, series, request.tree) if request.tree is not None else None

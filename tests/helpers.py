@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -34,11 +35,12 @@ class Result:
 
 
 def review(*args: str | Path, cwd: Path | None = None, stdin: bytes | None = None, tmp: Path,
-           env: dict[str, str] | None = None, timeout: float = 300) -> Result:
+           env: dict[str, str] | None = None, timeout: float = 300, prefix: Sequence[str] = ()) -> Result:
+    """PREFIX: a command the review runs under (`unshare ...`, a shell that mounts a small file system first)."""
     tmp.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, "TMPDIR": str(tmp), "COLUMNS": "200", "NO_COLOR": "1", **(env or {})}
     proc = subprocess.run(
-        [sys.executable, "-m", "reviewer", *map(str, args)],
+        [*prefix, sys.executable, "-m", "reviewer", *map(str, args)],
         cwd=cwd, env=env, input=stdin, capture_output=True, timeout=timeout,
     )
     return Result(proc.returncode, proc.stdout.decode(), proc.stderr.decode(), tmp)

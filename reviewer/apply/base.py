@@ -21,14 +21,15 @@ MAX_CANDIDATES = 300
 
 
 def preimages(series: Series) -> dict[str, str]:
-    """path -> abbreviated blob id, for the first time the series touches each existing file."""
+    """path -> abbreviated blob id, for the first time the series touches each existing file (a name with a NUL
+    byte, which no file has and no command line can carry, is left out: patchparse reports it as damage)."""
     found: dict[str, str] = {}
     for patch in series.patches:
         path = None
         for line in patch.diff.splitlines():
             if m := _DIFF.match(line):
                 path = m["old"]
-            elif (m := _INDEX.match(line)) and path and path not in found and set(m["old"]) != {"0"}:
+            elif (m := _INDEX.match(line)) and path and "\0" not in path and path not in found and set(m["old"]) != {"0"}:
                 found[path] = m["old"]
     return found
 

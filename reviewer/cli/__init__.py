@@ -8,6 +8,7 @@ import logging
 import os
 import signal
 import sys
+import tempfile
 import traceback
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,7 @@ from reviewer.cli.commands import sub_app
 from reviewer.cli.review import review_app
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.run import ending
-from reviewer.store import dirs
+from reviewer.store import dirs, diskfull
 
 # Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
@@ -46,15 +47,51 @@ def _crash_log(exc: BaseException) -> Path:
     return path
 
 
+def _bug(exc: BaseException, debug: bool) -> int:
+    """Exit 70: one line, and the traceback in a crash log; where that log cannot be written (a full or
+    read-only state directory), the hint says where and why, and the traceback follows on stderr."""
+    if debug:
+        traceback.print_exception(exc)
+    what = f"internal error: {type(exc).__name__}: {exc}"
+    try:
+        path = _crash_log(exc)
+    except OSError as why:
+        _fail(what, f"this is a bug; its crash log could not be written in {dirs.state_root() / 'crash'} "
+                    f"({why.strerror or why}), so its traceback follows", int(ExitStatus.INTERNAL))
+        if not debug:
+            traceback.print_exception(exc)
+        return int(ExitStatus.INTERNAL)
+    return _fail(what, f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
+
+
+def _roots() -> dict[str, tuple[Path, str]]:
+    """The directories a run writes to, as the user knows them, with the variable that moves each;
+    read before the session points TMPDIR at the run's own directory inside it. Most specific first."""
+    return {"the cache": (dirs.cache_root(), "XDG_CACHE_HOME"), "the state directory": (dirs.state_root(), "XDG_STATE_HOME"),
+            "$TMPDIR": (Path(tempfile.gettempdir()), "TMPDIR")}
+
+
+def _usage(exc: typer.TyperException) -> int:
+    """typer's (click's) usage errors in the documented form: `review: error: ...` and one hint line
+    (typer prints a usage line, a "Try" line, a blank line and `Error: ...`)."""
+    text = exc.format_message() if hasattr(exc, "format_message") else str(exc)
+    text = (text[:1].lower() + text[1:] if text[1:2].islower() else text).rstrip(".")
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else "review"
+    hint = getattr(exc, "hint", "") or f"`{command} --help` lists the options and what they take"
+    return _fail(text, hint, int(getattr(exc, "exit_code", ExitStatus.USAGE)))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: dispatch, then map every error to one line and an exit status.
 
     Inside an ending.session(): what interrupted runs left is removed first, and SIGINT, SIGTERM
     and SIGHUP stop the children, clean up and exit 128 + the signal's number (130, 143, 129)."""
     args = list(sys.argv[1:] if argv is None else argv)
+    roots = _roots()
     try:
         with ending.session(_say) as run:
-            rc = _dispatch(args)
+            rc = _dispatch(args, roots)
     except ending.Interrupted as exc:  # a signal outside _dispatch's try (the session's own sweep, say)
         return 128 + exc.signum
     return run.status if run.status is not None else rc
@@ -86,7 +123,7 @@ def _notes(debug: bool) -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _dispatch(args: list[str]) -> int:
+def _dispatch(args: list[str], roots: dict[str, tuple[Path, str]] | None = None) -> int:
     app = sub_app if args and args[0] in SUBCOMMANDS else review_app
     debug = "--debug" in args
     bug: Exception | None = None
@@ -107,20 +144,17 @@ def _dispatch(args: list[str]) -> int:
     except KeyboardInterrupt:
         print("review: interrupted", file=sys.stderr)
         return int(ExitStatus.INTERRUPTED)
-    except typer.TyperException as exc:  # typer's usage errors: it prints them itself
-        show = getattr(exc, "show", None)
-        if show is not None:
-            show()
-        else:
-            print(f"review: error: {exc}", file=sys.stderr)
-        return int(exc.exit_code)
+    except typer.TyperException as exc:  # typer's usage errors
+        return _usage(exc)
     except Exception as exc:  # the last resort: a bug of ours, never the user's fault
         bug = exc
     if bug is not None:
-        if debug:
-            traceback.print_exception(bug)
-        path = _crash_log(bug)
-        return _fail(f"internal error: {type(bug).__name__}: {bug}", f"this is a bug; the traceback is in {path}", int(ExitStatus.INTERNAL))
+        # A full (or read-only) $TMPDIR, cache or state directory is the user's to fix, not a bug.
+        if (full := diskfull.diagnose(bug, roots if roots is not None else _roots())) is not None:
+            if debug:
+                traceback.print_exception(bug)
+            return _fail(full.message(), full.hint(), int(ExitStatus.CONFIG))
+        return _bug(bug, debug)
     if rc == ExitStatus.INTERRUPTED and not ending.interrupted():  # typer turns Ctrl-C into a silent Exit(130)
         print("review: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else int(ExitStatus.OK)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import sys
@@ -30,6 +31,7 @@ from reviewer.verdict import BENCH_RUNS
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext  # typer's own copy of click
     from typer._click import HelpFormatter
+    from typer._click import Parameter as ClickParameter
 
     from reviewer.report import send as mail
 
@@ -49,6 +51,41 @@ class WideHelp(typer.core.TyperCommand):
         if not sys.stdout.isatty() and not os.environ.get("COLUMNS") and not os.environ.get("TERMINAL_WIDTH"):
             rich_utils.MAX_WIDTH = HELP_WIDTH
         super().format_help(ctx, formatter)
+
+    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
+        _refuse_blank_and_nan(self, ctx, args)
+        return super().parse_args(ctx, args)
+
+
+def _refuse_blank_and_nan(command: typer.core.TyperCommand, ctx: ClickContext, args: list[str]) -> None:
+    """What click takes without a word: an empty value (an empty path is Path('.'): `review ''` reviewed the
+    current directory, `--tree ''` it too) and a number that is not finite (NaN passes every range check:
+    `--test-timeout nan` was no limit at all). Read from the words as given, before click converts them."""
+    values, _, _ = command.make_parser(ctx).parse_args(args=list(args))
+    params = {p.name: p for p in command.get_params(ctx)}
+    for name, given in values.items():
+        param = params.get(name)
+        for value in given if isinstance(given, list) else [given]:
+            if param is None or not isinstance(value, str):  # a flag's value, not a word
+                continue
+            if not value.strip():
+                path = param.type.name == "path"
+                raise _refused("an empty value", param, ctx, "for the current directory, say `.`" if path else "give it a value, or leave it out")
+            if param.type.name in ("float", "float range") and not math.isfinite(_number(value)):
+                raise _refused(f"{value!r} is not a finite number", param, ctx, "`review --help` gives the range it takes")
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        return 0.0  # not a number at all: click says so in its own words
+
+
+def _refused(why: str, param: ClickParameter, ctx: ClickContext, hint: str) -> typer.BadParameter:
+    error = typer.BadParameter(why, ctx, param)
+    error.hint = hint  # type: ignore[attr-defined]  # read by cli/__init__.py's _usage
+    return error
 
 
 class ReviewHelp(WideHelp):

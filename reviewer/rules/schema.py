@@ -174,12 +174,16 @@ def load_rules(directory: Path) -> tuple[Rule, ...]:
 
 def load_rule(path: Path) -> Rule:
     name = _display(path)
+    if not path.is_file():  # a FIFO named *.toml would be waited on forever
+        raise ConfigError(f"{name}: not a regular file", HINT)
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{name}: cannot read the rule: {exc}", HINT) from exc
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{name}: invalid TOML: {exc}", HINT) from exc
+    except RecursionError as exc:  # tomllib parses nested arrays and tables recursively
+        raise ConfigError(f"{name}: invalid TOML: arrays or tables nested too deeply", HINT) from exc
     return _rule(_Table(name, data), path.stem)
 
 

@@ -63,6 +63,8 @@ def parse_bytes(data: bytes, where: str = "the mail") -> Message:
         msg = cast(Message, email.parser.BytesParser(policy=LENIENT, _class=Message).parsebytes(data))
     except EMAIL_ERRORS as exc:  # not seen: the parser records defects rather than raise
         raise InputError(f"{where}: cannot be read as a mail ({type(exc).__name__}: {exc})", UNREADABLE) from exc
+    except RecursionError as exc:  # the parser recurses once per multipart level (mailmend.MAX_DEPTH)
+        raise InputError(f"{where}: its MIME parts are nested too deeply to be read", UNREADABLE) from exc
     mend(msg, where)
     for part in msg.walk():
         part.policy = POLICY

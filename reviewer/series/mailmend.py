@@ -20,7 +20,7 @@ import email.utils
 import re
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from reviewer.errors import InputError
 
@@ -32,6 +32,9 @@ UNREADABLE = "the file is damaged or not a mail; save the thread again (e.g. `b4
 # Postfix's header_size_limit: no list server passes a longer header field, and Python's
 # address parser takes time quadratic in its length (20,000 Cc addresses: minutes).
 MAX_FIELD = 102_400
+# Multiparts inside multiparts: a mail needs a few levels (a signed digest of forwarded mails), and
+# Python's parser, walk() and b4 recurse once per level (the parser fails at about 900).
+MAX_DEPTH = 64
 _MENDED: weakref.WeakSet[Message] = weakref.WeakSet()  # parse_bytes mends, ensure_msgids need not again
 
 
@@ -57,10 +60,25 @@ def mend(msg: Message, where: str) -> None:
     """Mend MSG's headers in place (once); WHERE (and its Message-Id) names it in an error."""
     if msg in _MENDED:
         return
+    if (depth := _depth(msg)) > MAX_DEPTH:
+        raise InputError(f"{_named(msg, where)}: its MIME parts are nested {depth} deep (a mail needs a few levels at most)",
+                         "the mail is damaged or made up: remove it from the mbox, or save the thread again")
     for part in msg.walk():
         _mend_fields(part, lambda: _named(msg, where))
         _mend_charset(part)
+        _mend_unsplit(part)
     _MENDED.add(msg)
+
+
+def _depth(msg: Message) -> int:
+    """How deep MSG's multiparts nest, counted without recursion (walk() and b4 recurse per level)."""
+    deepest, todo = 0, [(cast(email.message.Message, msg), 1)]
+    while todo:
+        part, level = todo.pop()
+        deepest = max(deepest, level)
+        if part.is_multipart():  # get_payload() of a text part decodes it, and can raise (a NUL in its charset)
+            todo += [(p, level + 1) for p in part.get_payload() if isinstance(p, email.message.Message)]
+    return deepest
 
 
 def _named(msg: Message, where: str) -> str:
@@ -138,10 +156,20 @@ def _mend_field(name: str, raw: str) -> str | None:
         return None
     lname = name.lower()
     if lname in _ID_HEADERS and "<" not in text and len(text.split()) == 1 and "@" in text:
-        return f"<{text.strip()}>"  # public-inbox reads a bare id as the id
+        return _bracketed(name, text.strip())
     if lname == "date" and text and not _usable_date(text):
         return None
     return value
+
+
+def _bracketed(name: str, bare: str) -> str | None:
+    """A bare id in brackets, as public-inbox reads it; None when the email package cannot read even
+    that (`Message-Id:@` would become `<@>`, an IndexError in its parser)."""
+    try:
+        str(POLICY.header_fetch_parse(name, f"<{bare}>"))
+    except EMAIL_ERRORS:
+        return None
+    return f"<{bare}>"
 
 
 def _utf8_unless_known(word: re.Match[str]) -> str:
@@ -170,6 +198,17 @@ def _usable_date(text: str) -> bool:
     except EMAIL_ERRORS:
         return False
     return True
+
+
+def _mend_unsplit(part: Message) -> None:
+    """A multipart whose first boundary never comes keeps its body as text, which the email package
+    cannot write as bytes when it holds an undeclared 8-bit byte: as_bytes() raises UnicodeEncodeError
+    (fetch.py hashes a mail without a Message-Id; the thread cache writes mail). Neither git mailinfo
+    nor b4 reads a word of that body (both skip to the first boundary), so its non-ASCII characters
+    are written as escapes (`\\xf6`), and the mail is refused as having no patch, like any other."""
+    raw = part.get_payload(decode=True) if part.get_content_maintype() == "multipart" and not part.is_multipart() else None
+    if isinstance(raw, bytes) and not raw.isascii():
+        part.set_payload(raw.decode("utf-8", "replace").encode("ascii", "backslashreplace").decode("ascii"))
 
 
 def _mend_charset(part: Message) -> None:

@@ -39,7 +39,7 @@ class Damage:
 
     path: str
     header: str  # the hunk's @@ line as sent
-    kind: str  # short | excess | long | no-space | wrapped | garbage | gap | orphan | unreadable
+    kind: str  # short | excess | long | no-space | wrapped | garbage | gap | orphan | unreadable | nul-path
     why: str  # one clause, lowercase, saying what git am does with it
     line: int | None  # the line of the new file where the damage is
     quote: tuple[str, ...]  # the hunk header and a few of its lines, as sent
@@ -141,7 +141,19 @@ def read_diff(diff: str) -> ParsedDiff:
     damage = tuple(_resolve(raw, files) for raw in found)
     hit = {d.path for d in damage}
     kept = tuple(fc for pf, fc in files if fc.path in hit or not _empty(pf))
-    return ParsedDiff(kept, damage)
+    nul = [fc for fc in kept if "\0" in fc.path + (fc.old_path or "")]
+    return ParsedDiff(tuple(fc for fc in kept if fc not in nul), damage + tuple(map(_nul_path, nul)))
+
+
+def _nul_path(fc: FileChange) -> Damage:
+    """A file name with a NUL byte: no file system or git tree holds one, and git apply reads the name
+    only up to it. The file is left out of the patch's files (a path goes to git, to open(), to the
+    rules): the damage names it, its NUL written as git quotes one."""
+    name = fc.path if "\0" in fc.path else fc.old_path or ""
+    shown = '"' + name.replace("\\", "\\\\").replace('"', '\\"').replace("\0", "\\000") + '"'
+    cut = name.split("\0", 1)[0]
+    return Damage("", "", "nul-path", f"the file name {shown} holds a NUL byte, which no file name can: git reads it as {cut!r}",
+                  None, ())
 
 
 def _lines(text: str) -> list[str]:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import logging
+import stat
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -41,11 +42,11 @@ def classify(text: str, cwd: Path) -> Target:
     if text == "-":
         return Target(Kind.STDIN, text)
     path = Path(text) if Path(text).is_absolute() else cwd / text
-    if path.is_dir():
-        is_maildir = all((path / d).is_dir() for d in ("cur", "new", "tmp"))
-        return Target(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
-    if path.exists():
-        return Target(Kind.MBOX, text, path)
+    try:
+        if (found := _on_disk(path, text)) is not None:
+            return found
+    except PermissionError as exc:  # a directory on the way, or the directory itself, that we may not read
+        raise InputError(f"{text}: cannot read it: {exc.strerror}", "check its permissions, and those of the directories above it") from exc
     if msgid.looks_like_range(text):
         return Target(Kind.RANGE, text)
     ref = msgid.parse(text) or lore.link_msgid(text, cwd)
@@ -66,6 +67,29 @@ def range_tree(text: str | None, cwd: Path) -> Path | None:
         return None
     top = tree_git.read(cwd, "rev-parse", "--show-toplevel", timeout=30)
     return Path(top) if top and kerneltop.is_kernel_tree(Path(top)) else None
+
+
+def _on_disk(path: Path, text: str) -> Target | None:
+    if path.is_dir():
+        is_maildir = all((path / d).is_dir() for d in ("cur", "new", "tmp"))
+        return Target(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
+    if path.exists():
+        _regular(path, text)
+        return Target(Kind.MBOX, text, path)
+    return None
+
+
+def _regular(path: Path, text: str) -> None:
+    """TEXT names a file that can be read to its end: a FIFO waits for a writer forever, a device
+    (/dev/zero) never ends, a socket cannot be opened; none of them is a saved mail."""
+    mode = path.stat().st_mode
+    kind = next((k for test, k in _SPECIAL if test(mode)), None)
+    if kind is not None:
+        raise InputError(f"{text}: {kind}, not a file", "give an mbox or patch file, a directory, or - to read standard input")
+
+
+_SPECIAL = ((stat.S_ISFIFO, "a FIFO (named pipe)"), (stat.S_ISCHR, "a character device"),
+            (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
 
 
 def _looks_like_path(text: str) -> bool:
@@ -172,7 +196,10 @@ def _read(target: Target) -> list[fetch.Message]:
         return read_stdin(sys.stdin.buffer.read())
     assert target.path is not None
     if target.kind is Kind.PATCHDIR:
-        files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
+        try:
+            files = sorted(p for p in target.path.iterdir() if p.suffix in (".patch", ".eml") and p.is_file())
+        except OSError as exc:
+            raise InputError(f"{target.text}: cannot read this directory: {exc.strerror}", "check the directory's permissions") from exc
         if not files:
             raise InputError(f"{target.text}: no *.patch files in this directory", "point at the output directory of `git format-patch`")
         return [m for f in files for m in _read_file(f)]

@@ -17,10 +17,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tests.fuzz import shapes
+
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-CASES_PER_KIND = 16
-# A 100 kB header takes Python's email parser about a second per mail: fewer of those keep the run short.
-FEWER = {"subject-huge": 6, "header-huge": 6}
+CASES_PER_KIND = 25
+# A 100 kB header takes Python's email parser about a second per mail (and 5,000 header fields half a
+# second): fewer of those keep the run short.
+FEWER = {"subject-huge": 6, "header-huge": 6, "header-many": 8, "mime-deep": 12, "refs-garbage": 16}
+# Kinds also reviewed with --tree (the base guessed from the diff's blobs, the series applied: the paths
+# reach git's command line), each on a seed of fixtures/series/ (those apply to kernel-mini).
+TREE_KINDS = ("diff-path", "diff-lines", "msgid-raw", "multipart-unsplit", "multipart-8bit", "encoded-words", "flip-body",
+              "base64-broken", "header-truncate", "undeclared-8bit")
+TREE_PER_KIND = 7
 _FROM_LINE = re.compile(rb"^From ", re.MULTILINE)
 
 
@@ -344,6 +352,7 @@ MUTATIONS: dict[str, Mutation] = {
     "flip-body": flip_body,
     "from-line-in-body": from_line_in_body,
     "undeclared-8bit": undeclared_8bit,
+    **shapes.SHAPES,
 }
 
 # What each kind exercises, for picking a sample that covers them all.
@@ -356,6 +365,7 @@ FAMILIES = {
     "content-type": ["content-type-bad", "charset-bad"], "mime": ["multipart-broken"],
     "transfer-encoding": ["base64-broken", "qp-broken", "cte-unknown"], "line-ends": ["line-ends"],
     "byte-flips": ["flip-headers", "flip-body"], "mbox": ["from-line-in-body"], "8bit": ["undeclared-8bit"],
+    **shapes.FAMILIES,
 }
 assert sorted(k for ks in FAMILIES.values() for k in ks) == sorted(MUTATIONS)
 
@@ -370,6 +380,7 @@ class Case:
     files: dict[str, bytes]
     target: str  # a path relative to the directory the files are written to, or "-" (STDIN holds the mail)
     stdin: bytes | None = None
+    tree: bool = False  # reviewed with --tree (the bundled kernel-mini tree, the series fixtures' base)
 
     def write(self, root: Path) -> Path:
         for rel, data in self.files.items():
@@ -395,16 +406,23 @@ def as_files(rng: random.Random, kind: str, name: str, thread: Thread, i: int) -
     return {f"{name}.mbox": fix(join_mbox(thread))}, f"{name}.mbox", None
 
 
-def cases(per_kind: int = CASES_PER_KIND) -> list[Case]:
-    """PER_KIND cases of every mutation (fewer of the slow ones), each on a seed drawn for it; the same list on every run."""
+def cases(per_kind: int = CASES_PER_KIND, tree_per_kind: int = TREE_PER_KIND) -> list[Case]:
+    """PER_KIND cases of every mutation (fewer of the slow ones), each on a seed drawn for it, then TREE_PER_KIND
+    of each of TREE_KINDS to review with --tree; the same list on every run."""
     pool = [(p.relative_to(FIXTURES).as_posix(), split_mbox(p.read_bytes())) for p in seeds()]
+    series = [(seed, thread) for seed, thread in pool if seed.count("/") == 1 and seed.startswith("series/")]
     out = []
     for kind, mutate in MUTATIONS.items():
         for n in range(min(per_kind, FEWER.get(kind, per_kind))):
-            rng = random.Random(f"{kind}/{n}")
-            seed, thread = pool[rng.randrange(len(pool))]
-            i = rng.randrange(len(thread))
-            name = f"{kind}-{n:02d}"
-            files, target, stdin = as_files(rng, kind, name, mutate(rng, thread, i), i)
-            out.append(Case(name, kind, seed, files, target, stdin))
+            out.append(_case(f"{kind}-{n:02d}", kind, mutate, pool, random.Random(f"{kind}/{n}")))
+    for kind in TREE_KINDS:
+        for n in range(tree_per_kind):
+            out.append(replace(_case(f"tree-{kind}-{n:02d}", kind, MUTATIONS[kind], series, random.Random(f"tree/{kind}/{n}")), tree=True))
     return out
+
+
+def _case(name: str, kind: str, mutate: Mutation, pool: list[tuple[str, Thread]], rng: random.Random) -> Case:
+    seed, thread = pool[rng.randrange(len(pool))]
+    i = rng.randrange(len(thread))
+    files, target, stdin = as_files(rng, kind, name, mutate(rng, thread, i), i)
+    return Case(name, kind, seed, files, target, stdin)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import io
+import signal
 import sys
 import traceback
 from collections.abc import Iterator
@@ -51,14 +52,40 @@ def _stdin(data: bytes | None) -> Iterator[None]:
         sys.stdin = saved
 
 
-def run(case: Case, root: Path) -> Outcome:
+TIMEOUT = 60.0  # seconds a case may take (the slowest, 5,000 header fields, takes about 1 s): more is a hang
+HUNG = -1  # Outcome.rc of a case that did not end within TIMEOUT
+
+
+class _Hung(BaseException):  # not an Exception: no `except Exception` in the code under test swallows it
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float) -> Iterator[None]:
+    """SIGALRM after SECONDS raises _Hung in the case (in-process, the main thread: pytest's)."""
+    def expire(signum: int, frame: object) -> None:
+        raise _Hung
+
+    saved = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, saved)
+
+
+def run(case: Case, root: Path, tree: Path | None = None, timeout: float = TIMEOUT) -> Outcome:
+    """CASE reviewed in ROOT (with TREE as --tree when the case asks for one), within TIMEOUT seconds."""
     target = case.write(root) if case.target != "-" else Path("-")
     try:
-        with _stdin(case.stdin):
-            result, error = review(Request(target=str(target), cwd=root))
-        if reportable(result, error):
-            reports(result)
+        with _deadline(timeout), _stdin(case.stdin):
+            result, error = review(Request(target=str(target), cwd=root, tree=tree if case.tree else None))
+            if reportable(result, error):
+                reports(result)
         exit_for(result, error, strict=False)
+    except _Hung:
+        return Outcome(HUNG, f"did not end within {timeout:g} s")
     except typer.Exit as exc:
         return Outcome(exc.exit_code)
     except ReviewerError as exc:

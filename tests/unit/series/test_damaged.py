@@ -133,3 +133,15 @@ def test_parse_stage_warns_of_a_patch_without_a_diff(tmp_path: Path) -> None:
     assert (found.rule, found.level, found.patch) == ("patch-no-diff", Level.WARNING, 1)
     assert found.message == "the patch mail has no diff the tool could parse"
     assert {s.name: s.detail for s in result.stages}["parse"] == "0 files, +0 -0; 1 without a diff"
+
+
+def test_a_nul_in_a_file_name_is_damage_and_the_file_left_out() -> None:
+    """No file name holds a NUL, and none can reach git's command line or open(): the file is left out of the
+    patch's files (the checks and the base's guess go by them) and the damage names it as git quotes it."""
+    diff = ("diff --git a/mm/dma\0pool.c b/mm/dma\0pool.c\nindex 9d78463..17ce5f9 100644\n--- a/mm/dma\0pool.c\n+++ b/mm/dma\0pool.c\n"
+            "@@ -1,1 +1,2 @@\n // x\n+\n"
+            "diff --git a/lib/ok.c b/lib/ok.c\nindex 1111111..2222222 100644\n--- a/lib/ok.c\n+++ b/lib/ok.c\n@@ -1,1 +1,2 @@\n x\n+y\n")
+    parsed = read_diff(diff)
+    assert [f.path for f in parsed.files] == ["lib/ok.c"]
+    assert [(d.kind, d.why) for d in parsed.damage] == [
+        ("nul-path", "the file name \"mm/dma\\000pool.c\" holds a NUL byte, which no file name can: git reads it as 'mm/dma'")]
