@@ -69,8 +69,9 @@ class GuestRun:
 
 
 # The processes a job left running: every process it starts inherits MARK (a variable of its environment), so the
-# script finds them after the job in /proc, lists them ("pid <pid>: <command line>", 120 bytes of it) and kills them,
-# a few rounds (what they forked meanwhile). Bash builtins only: under TCG a fork per process would take seconds.
+# script finds them after the job in /proc, lists them ("pid <pid>: <command line>", 120 bytes of it, or "[<name>]" for
+# a process caught in execve(), whose command line reads empty then) and kills them, a few rounds (what they forked
+# meanwhile). Bash builtins only: under TCG a fork per process would take seconds.
 _LEFT = r"""reviewer_left() {
     local round p e cmd found seen=" "
     for round in 1 2 3 4 5 6 7 8 9 10; do
@@ -88,6 +89,8 @@ _LEFT = r"""reviewer_left() {
             seen+="$p "
             cmd=""
             while IFS= read -r -d '' e; do cmd+="${cmd:+ }$e"; done 2>/dev/null <"/proc/$p/cmdline"
+            # No command line: caught inside execve() (or exiting). Its name, bracketed as ps shows such a process.
+            [ -n "$cmd" ] || { IFS= read -r cmd <"/proc/$p/comm"; cmd="[$cmd]"; } 2>/dev/null
             printf 'pid %s: %s\n' "$p" "${cmd:0:120}"
         done
         kill -9 "${found[@]}" 2>/dev/null

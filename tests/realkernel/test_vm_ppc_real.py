@@ -69,10 +69,12 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     # lib/vdso/getrandom.c is every architecture's: the series' own arch is the host's, --arch ppc64le asks for
     # powerpc's kernels. The review's worktrees did not check out arch/powerpc/ (the series does not touch it):
     # the tests' `make ARCH=powerpc headers` needs it, and gets it. The series is the x86_64 benchmark's (a spin in
-    # every call, on the base with a tenth of bench-single's trials): the test passes on both kernels, and
-    # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour slower.
-    # The default threshold under TCG, 1.5x: the libc and syscall flavours do the same work on both sides, yet
-    # timens runs under TCG here were 1.25x (12.0 s against 9.6 s) and 1.32x apart; the spin is ten times, far beyond it.
+    # every call, on the base with bench-single's trials 250 times fewer): the test passes on both kernels, and
+    # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour ten
+    # times slower in its figures, and no verdict: two runs a side are not enough for one, however far apart (the
+    # verdict itself, with five runs a side in TCG guests, is test_vm_real.py's; five here would add six ppc64le
+    # boots, ~150 s, to CI). The default threshold under TCG, 1.5x: the libc and syscall flavours do the same work on
+    # both sides, yet timens runs under TCG here were 1.25x (12.0 s against 9.6 s) and 1.32x apart.
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     monkeypatch.setenv("REVIEWER_GUEST_ROOTS", ppc_root)
     base = short_bench(linux, linux_head)
@@ -80,7 +82,7 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
                           "Every architecture's vDSO getrandom() slower, on purpose.", tmp_path / "generic.mbox")
     result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc64le", "--env", "plain,timens", "--bench-runs", "2",
                     "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
-    assert result.rc == ExitStatus.OK, _why(result)  # slower is a warning
+    assert result.rc == ExitStatus.OK, _why(result)
     doc = result.json()
     runs = _runs(doc)
     built = {v["result"] for (_, _, env), v in runs.items() if env == "-"}
@@ -93,10 +95,12 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     assert {b["threshold"] for b in marks.values()} == {1.5}, bench_text(doc)
     for env in ("plain", "timens"):
         vdso = marks[("vdso", env)]
-        assert vdso["verdict"] == "slower" and vdso["runs"] == 2 and vdso["where"].startswith("booted ppc64le tcg: base "), bench_text(doc)
-        assert all(marks[(m, env)]["verdict"] != "slower" for m in ("libc", "syscall")), bench_text(doc)
-    warnings = sorted(f["message"] for f in doc["findings"] if f["rule"] == "benchmarks")
-    assert len(warnings) == 2 and all("vdso" in w for w in warnings), warnings
+        assert vdso["runs"] == 2 and vdso["where"].startswith("booted ppc64le tcg: base "), bench_text(doc)
+        assert min(vdso["patched_runs"]) > 5 * max(vdso["base_runs"]), bench_text(doc)  # the spin, in powerpc's vDSO
+        assert all(0.67 < marks[(m, env)]["ratio"] < 1.5 for m in ("libc", "syscall")), bench_text(doc)
+    assert {b["verdict"] for b in marks.values()} == {"not-enough-runs"}, bench_text(doc)
+    assert all("not enough runs for a verdict (2 runs per side" in b["verdict_text"] for b in marks.values()), bench_text(doc)
+    assert not any(f["rule"] == "benchmarks" for f in doc["findings"]), doc["findings"]  # figures, never a finding
     assert _qemu_running() == []
     result.assert_nothing_left()
 

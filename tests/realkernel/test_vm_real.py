@@ -249,12 +249,14 @@ def test_a_hung_test_in_a_guest_is_killed_at_its_timeout(linux: Path, linux_head
 
 # The benchmark tier (issue 17's first criterion): a kernel whose vDSO getrandom() is slower but still
 # right. vdso_test_getrandom passes on both kernels; only bench-single, run in each side's own guest,
-# can show it. Two runs per side (the fewest that give a verdict: the ranges). The series' base is the
-# 6.12 tree with bench-single's loops a tenth as long (TRIALS 2,500,000 a flavour, base and patched
-# alike): the same program and the same comparison, ~20 s a run under TCG instead of ~165 s.
-# The spin is long enough that two runs a side cannot overlap on a loaded machine: with 256 turns the
-# ppc64le vdso flavour went 0.39 s -> 0.94 s here, and a CI run saw the ranges overlap; 2048 turns
-# add ~4 s to every patched vdso run, ten times the base's time.
+# can show it. Five runs per side (the fewest that can give a verdict: verdict.BENCH_RUNS). The series'
+# base is the 6.12 tree with bench-single's loops 250 times shorter (TRIALS 100,000 a flavour, base and
+# patched alike): the same program and the same comparison, a second or two a run under TCG instead of
+# ~165 s, so that five boots a side cost about what two did with a tenth of the trials (issue 30: a
+# run is mostly its boot).
+# The spin is long enough that the runs stay apart on a loaded machine: with 256 turns the ppc64le vdso
+# flavour went 0.39 s -> 0.94 s at a tenth, and a CI run saw two runs a side overlap; 2048 turns make
+# every patched vdso run about ten times the base's.
 SPIN = "\t/* Wait a while in every call, on purpose. */\n\tfor (int spin = 0; spin < 2048; spin++)\n\t\tbarrier();\n\n"
 BENCH = "vdso_test_getrandom bench-single"
 BENCH_SRC = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
@@ -262,11 +264,11 @@ TRIALS = "enum { TRIALS = 25000000, THREADS = 256 };"
 
 
 def short_bench(linux: Path, linux_head: str) -> str:
-    """A commit on LINUX_HEAD whose vdso_test_getrandom loops 2,500,000 times a flavour instead of 25,000,000."""
+    """A commit on LINUX_HEAD whose vdso_test_getrandom loops 100,000 times a flavour instead of 25,000,000."""
     src = show(linux, linux_head, BENCH_SRC)
     assert src.count(TRIALS) == 1, f"{BENCH_SRC} has no {TRIALS!r}"
-    return commit(linux, linux_head, {BENCH_SRC: src.replace(TRIALS, TRIALS.replace("25000000", "2500000"))},
-                  "selftests/vDSO: a tenth of the trials in the benchmarks\n\nThe tests' fixture base: cheaper runs under TCG.\n")
+    return commit(linux, linux_head, {BENCH_SRC: src.replace(TRIALS, TRIALS.replace("25000000", "100000"))},
+                  "selftests/vDSO: fewer trials in the benchmarks\n\nThe tests' fixture base: cheaper runs under TCG.\n")
 
 
 @pytest.fixture(scope="module")
@@ -281,14 +283,14 @@ def _benchmarks(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def bench_text(doc: dict[str, Any]) -> str:
     """The benchmark rows as a failed assertion needs them in a CI log: each row's figures and verdict, one a line."""
-    return "\n".join(f"{b['name']} {b['env']} {b['metric']}: base {b['base']} patched {b['patched']} ratio {b['ratio']} "
-                     f"spread {b['spread']} runs {b['runs']}: {b['verdict_text']}" for b in doc["benchmarks"])
+    return "\n".join(f"{b['name']} {b['env']} {b['metric']}: base {b['base_runs']} patched {b['patched_runs']} ratio {b['ratio']} "
+                     f"runs {b['runs']}: {b['verdict_text']}" for b in doc["benchmarks"])
 
 
 def test_a_slower_vdso_is_a_benchmark_warning_in_the_series_kernels(linux: Path, linux_head: str, spinning: Path, tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
-    result = review(spinning, "--tree", linux, "--tests", TEST, "--env", "plain", "--bench-runs", "2", "--no-checkpatch",
+    result = review(spinning, "--tree", linux, "--tests", TEST, "--env", "plain", "--bench-runs", "5", "--no-checkpatch",
                     "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
     assert result.rc == ExitStatus.OK, _why(result)  # a slowdown is a warning: exit 1 is for errors
     doc = result.json()
@@ -298,7 +300,10 @@ def test_a_slower_vdso_is_a_benchmark_warning_in_the_series_kernels(linux: Path,
     marks = _benchmarks(doc)
     assert set(marks) == {"vdso", "libc", "syscall"}, doc["benchmarks"]
     vdso = marks["vdso"]
-    assert vdso["verdict"] == "slower" and vdso["test"] == "ranges" and vdso["runs"] == 2, bench_text(doc)
+    # Slower by the rules of issue 30: 5 runs a side, a host not busy with other work, the rank test, and the ratio's
+    # bootstrap interval wholly above the threshold.
+    assert vdso["verdict"] == "slower" and vdso["test"] == "mann-whitney-u+bootstrap" and vdso["runs"] == 5, bench_text(doc)
+    assert vdso["p"] < vdso["alpha"] and vdso["interval"][0] > vdso["threshold"] and not vdso["host_load"]["busy"], bench_text(doc)
     assert vdso["ratio"] > 1.25 and vdso["patched"] > vdso["base"], bench_text(doc)
     base = runs[("vm:kernel-build", "base", "-")]["where"].split()[1]
     assert base == short_bench(linux, linux_head)[:12]
@@ -310,14 +315,14 @@ def test_a_slower_vdso_is_a_benchmark_warning_in_the_series_kernels(linux: Path,
     assert all(marks[m]["verdict"] != "slower" for m in ("libc", "syscall")), bench_text(doc)
     warnings = [f for f in doc["findings"] if f["rule"] == "benchmarks"]
     assert len(warnings) == 1 and warnings[0]["level"] == "warning", doc["findings"]
-    assert "vdso" in warnings[0]["message"] and "ranges do not overlap" in warnings[0]["message"], warnings
+    assert "vdso" in warnings[0]["message"] and "95% interval" in warnings[0]["message"], warnings
     assert not any(f["level"] == "error" for f in doc["findings"]), doc["findings"]
     assert _qemu_running() == []
     result.assert_nothing_left()
 
 
 def test_on_the_host_the_slower_vdso_cannot_show(linux: Path, spinning: Path, tmp_path: Path) -> None:
-    result = review(spinning, "--tree", linux, "--tests", TEST, "--run-on", "host", "--env", "plain", "--bench-runs", "2",
+    result = review(spinning, "--tree", linux, "--tests", TEST, "--run-on", "host", "--env", "plain", "--bench-runs", "5",
                     "--no-checkpatch", "--format", "json", tmp=tmp_path / "tmp", timeout=1800)
     assert result.rc == ExitStatus.OK, _why(result)  # the host-kernel caveat is an info
     doc = result.json()
@@ -327,4 +332,5 @@ def test_on_the_host_the_slower_vdso_cannot_show(linux: Path, spinning: Path, tm
     assert {b["threshold"] for b in marks.values()} == {1.25}, doc["benchmarks"]  # the host's hardware: the usual default
     # Both sides ran the host's vDSO: whatever the noise, never a slowdown finding.
     assert marks["vdso"]["verdict"] != "slower" and not any(f["rule"] == "benchmarks" for f in doc["findings"]), doc["benchmarks"]
+    assert {b["verdict"] for b in marks.values()} <= {"no-change", "busy-host"}, bench_text(doc)  # A/A: never faster either
     assert any(f["rule"] == "selftests/host-kernel" for f in doc["findings"]), doc["findings"]

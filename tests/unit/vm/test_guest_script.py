@@ -57,7 +57,9 @@ def test_what_a_job_leaves_running_is_named_and_killed(tmp_path: Path, leavers: 
         assert r.left_count == 1 and len(r.left) == 1 and r.left[0].endswith(f": ./{name}"), r
         assert not alive(pid_of(r.left[0]))
     assert many is not None and many.left_count == 14 and len(many.left) == guest.SHOWN_LEFT, many
-    assert {x.split(": ", 1)[1] for x in many.left} <= {"setsid sleep 300", "sleep 300", "sleep 301", "sleep 302"}
+    # One caught in execve() (a CI run saw it) is named as ps names it, by the program it was leaving or becoming.
+    assert {x.split(": ", 1)[1] for x in many.left} <= {"setsid sleep 300", "sleep 300", "sleep 301", "sleep 302", "[sh]", "[setsid]",
+                                                         "[sleep]"}
     assert not any(alive(pid_of(x)) for x in many.left)
     assert none is not None and none.left == () and none.left_count == 0
 
