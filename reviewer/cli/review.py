@@ -448,7 +448,7 @@ def _b4_check(request: Request, fmt: Format, strict: bool) -> NoReturn:
         raise error
     _, found = b4check.select(result, fetch.parse_bytes(data), series_on_first=ctx.how == "b4 prep branch")
     if fmt is Format.B4_CHECK:
-        sys.stdout.write(json.dumps(b4check.results(found, strict), indent=2) + "\n")
+        sys.stdout.write(json.dumps(b4check.results(found, strict=strict), indent=2) + "\n")
     else:
         sys.stdout.writelines(line + "\n" for line in b4check.checkpatch_lines(found))
     if error is not None:

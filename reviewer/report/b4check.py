@@ -107,8 +107,8 @@ def _which(s: Series, msg: email.message.Message) -> int | None:
     return by_subject[0] if by_subject else (s.patches[0].index if len(s.patches) == 1 else None)
 
 
-def results(findings: list[Finding], total: int, strict: bool = False) -> list[dict[str, Any]]:
-    """The JSON array b4 review reads: one entry for our tool."""
+def results(findings: list[Finding], *, strict: bool = False) -> list[dict[str, Any]]:
+    """The JSON array b4 review reads: one entry for our tool; STRICT (--strict): a warning fails, as it fails the exit status."""
     shown = [f for f in findings if f.level is not Level.INFO]
     errors = sum(1 for f in shown if f.level is Level.ERROR)
     warnings = len(shown) - errors
@@ -118,11 +118,11 @@ def results(findings: list[Finding], total: int, strict: bool = False) -> list[d
     summary = ", ".join(parts) if parts else "passed all checks" + (f" ({notes} notes)" if notes else "")
     entry: dict[str, Any] = {"tool": TOOL, "status": status, "summary": summary, "url": "", "details": ""}
     if shown:
-        entry["details"] = json.dumps([_detail(f, total) for f in shown])
+        entry["details"] = json.dumps([_detail(f) for f in shown])
     return [entry]
 
 
-def _detail(f: Finding, total: int) -> dict[str, str]:
+def _detail(f: Finding) -> dict[str, str]:
     # b4 shows these in its terminal UI: text from the series escaped as for any plain-text medium.
     out = {"status": "fail" if f.level is Level.ERROR else "warn", "description": escape.text(f"{_where(f)}{f.message} ({f.rule})")}
     if f.quote:

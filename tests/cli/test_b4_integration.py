@@ -72,11 +72,27 @@ def test_b4_review_check_protocol(tmp_path: Path, kernel_repo: Path) -> None:
     assert series[0]["tool"] == "reviewer" and series[0]["status"] == "fail"
 
 
-def test_b4_check_message_alone(tmp_path: Path) -> None:
-    """Without b4's thread, a single patch is judged alone; bad input is one line and exit 4."""
-    single = (tmp_path / "p.eml")
+def _single(tmp_path: Path) -> Path:
+    """One patch mail, as b4 passes it on stdin (no mbox From line), whose one finding is a warning (SPDX style)."""
+    single = tmp_path / "p.eml"
     text = (Path(__file__).resolve().parents[2] / "fixtures" / "rules" / "spdx-header" / "bad" / "wrong-style.mbox").read_text()
     single.write_text(text.split("\n", 1)[1])
+    return single
+
+
+def test_b4_check_strict_fails_on_a_warning(tmp_path: Path) -> None:
+    """--strict makes a warning fail: in the exit status and in the status b4 shows (it once said "warn")."""
+    single = _single(tmp_path)
+    lax = review("--format", "b4-check", "-", stdin=single.read_bytes(), cwd=tmp_path, tmp=tmp_path / "tmp")
+    strict = review("--format", "b4-check", "--strict", "-", stdin=single.read_bytes(), cwd=tmp_path, tmp=tmp_path / "tmp")
+    assert (lax.rc, json.loads(lax.stdout)[0]["status"]) == (ExitStatus.OK, "warn"), lax.stdout
+    assert (strict.rc, json.loads(strict.stdout)[0]["status"]) == (ExitStatus.FINDINGS, "fail"), strict.stdout
+    assert json.loads(strict.stdout)[0]["summary"] == json.loads(lax.stdout)[0]["summary"] == "1 warning"
+
+
+def test_b4_check_message_alone(tmp_path: Path) -> None:
+    """Without b4's thread, a single patch is judged alone; bad input is one line and exit 4."""
+    single = _single(tmp_path)
     result = review("--format", "b4-check", "-", stdin=single.read_bytes(), cwd=tmp_path, tmp=tmp_path / "tmp")
     doc = json.loads(result.stdout)
     assert doc[0]["tool"] == "reviewer" and doc[0]["status"] in ("warn", "fail"), doc
