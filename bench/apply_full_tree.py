@@ -33,7 +33,8 @@ def main() -> None:
         stages: list[float] = []
 
         def ours() -> None:
-            out = sh([BIN / "review", mbox, "--tree", clone, "--no-tests", "--no-checkpatch", "--no-cache", "--format", "json"], environ, ok=(0, 1))
+            out = sh([BIN / "review", mbox, "--tree", clone, "--no-tests", "--no-checkpatch", "--no-cache", "--format", "json"], environ,
+                     ok=(0, 1))
             stages.append(next(s["seconds"] for s in json.loads(out)["stages"] if s["name"] == "apply"))
 
         baseline = median(full, runs)

@@ -70,7 +70,8 @@ def main() -> None:
             with delayed(httpd.base, RTT) as base:
                 far = base + httpd.url.removeprefix(httpd.base)
                 n, msgid = next(iter(msgids.items()))
-                rows += _measure([BIN / "review", msgid.split("@")[0], "--lore-url", far, "--tree", linux, "--format", "json"], environ, work,
+                rows += _measure([BIN / "review", msgid.split("@")[0], "--lore-url", far, "--tree", linux, "--format", "json"],
+                                 environ, work,
                                  f"lore {RTT * 1000:.0f} ms away, truncated id, --tree, {n} patches")
                 rows += _measure([BIN / "review", msgid.split("@")[0], "--lore-url", far, "--format", "json"], environ, work,
                                  f"lore {RTT * 1000:.0f} ms away, truncated id, no tree")
@@ -128,7 +129,7 @@ def delayed(upstream: str, rtt: float) -> Iterator[str]:
 
 
 class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: object, **kw: object) -> None:
+    def redirect_request(self, *_args: object, **_kw: object) -> None:
         return None
 
 

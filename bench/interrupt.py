@@ -33,7 +33,8 @@ def _series(repo: Path, where: Path) -> Path:
 def interrupted(clone: Path, mbox: Path, tmp: Path, environ: dict[str, str], moment: Callable[[int], bool]) -> tuple[float, float, float]:
     """(seconds from SIGINT to the line, to the exit, to an empty $TMPDIR) for a review signalled when MOMENT(pid)."""
     tmp.mkdir(exist_ok=True)
-    proc = subprocess.Popen([BIN / "python", "-m", "reviewer", mbox, "--tree", clone, "--tests", "vDSO", "--no-checkpatch", "--format", "json"],
+    proc = subprocess.Popen([BIN / "python", "-m", "reviewer", mbox, "--tree", clone, "--tests", "vDSO", "--no-checkpatch", "--format",
+                             "json"],
                             env={**environ, "TMPDIR": str(tmp)}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     assert proc.stderr is not None
     until = time.monotonic() + 600

@@ -61,7 +61,8 @@ CHANGE = {
 CHANGE["ppc32"] = CHANGE["ppc64le"]  # the same file builds VDSO32
 CHANGE["arm64"] = ("arch/arm64/kernel/vdso/vgetrandom.c", "void *opaque_state, size_t opaque_len)\n{\n")
 # 6.12's riscv has no vDSO getrandom(): its clock_gettime(), which vdso_test_getrandom's build does not read either.
-CHANGE["riscv64"] = ("arch/riscv/kernel/vdso/vgettimeofday.c", "int __vdso_clock_gettime(clockid_t clock, struct __kernel_timespec *ts)\n{\n")
+CHANGE["riscv64"] = ("arch/riscv/kernel/vdso/vgettimeofday.c",
+                     "int __vdso_clock_gettime(clockid_t clock, struct __kernel_timespec *ts)\n{\n")
 CHANGE["s390x"] = ("arch/s390/kernel/vdso64/vgetrandom.c", "size_t opaque_len)\n{\n")
 
 
@@ -93,7 +94,7 @@ def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch:
     """`make tinyconfig`, the fragment, olddefconfig (once per directory), then `make -j2 bzImage` (or the
     arch's target): seconds of the whole."""
     environ = {**os.environ, "CCACHE_DIR": str(ccache)}
-    make = ["make", "-C", str(src), f"O={out}", *arch.make_vars(True)]
+    make = ["make", "-C", str(src), f"O={out}", *arch.make_vars(ccache=True)]
     start = time.perf_counter()
     if not (out / ".config").is_file():
         timed([*make, "tinyconfig"], environ=environ)
@@ -153,7 +154,8 @@ def hand_initramfs(image: Path, shared: list[Path], arch: GuestArch, jobs: list[
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cold", action="store_true", help="also time the first build of the guest kernel, ours and by hand")
-    ap.add_argument("--arch", default="x86_64", help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32, arm64, riscv64, s390x)")
+    ap.add_argument("--arch", default="x86_64",
+                    help="the guest architectures, comma-separated (x86_64, ppc64le, ppc32, arm64, riscv64, s390x)")
     args = ap.parse_args()
     os.environ["REVIEWER_GUEST_ROOTS"] = GUEST_ROOTS  # the test suite's
     arches = [GUESTS[name] for name in args.arch.split(",")]
@@ -162,12 +164,12 @@ def main() -> None:
             raise SystemExit(f"vm_cost.py: {missing}, or run the real tier first")
     print(f"load average before: {os.getloadavg()}")
     for arch in arches:
-        one(arch, args.cold)
+        one(arch, cold=args.cold)
     print(f"  loongarch: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
     print(f"load average after: {os.getloadavg()}")
 
 
-def one(arch: GuestArch, cold: bool) -> None:
+def one(arch: GuestArch, *, cold: bool) -> None:
     """The rows of one guest architecture."""
     repo = kernel()
     base = git(repo, "rev-parse", "HEAD").strip()
@@ -221,7 +223,8 @@ def one(arch: GuestArch, cold: bool) -> None:
                "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo)),
                "REVIEWER_GUEST_ROOTS": str(root.location(arch).parent)}
     (WORK / "tmp").mkdir(exist_ok=True)
-    review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--arch", arch.name, "--env", "plain,timens",
+    review = [str(BIN / "review"), str(mbox), "--tree", str(repo), "--tests", "vDSO:vdso_test_getrandom", "--arch", arch.name, "--env",
+              "plain,timens",
               "--bench-runs", "0", "--no-checkpatch", "--format", "json"]
     start = time.perf_counter()
     done = subprocess.run(review, env=environ, capture_output=True, text=True, check=False)

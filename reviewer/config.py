@@ -105,7 +105,8 @@ def from_git(cwd: Path) -> Config:
     logs = _last(values, "logdir")
     cache = _last(values, "resultcache")
     return Config(tuple(Path(d).expanduser() for d in values.get("rules", []) if d), frozenset(d for d in values.get("disable", []) if d),
-                  MappingProxyType(levels), _types(values.get("checkpatchignore", [])), _bool("reviewer.reuseWorktrees", _last(values, "reuseworktrees")),
+                  MappingProxyType(levels), _types(values.get("checkpatchignore", [])),
+                  _bool("reviewer.reuseWorktrees", _last(values, "reuseworktrees")),
                   cwd / Path(logs).expanduser() if logs else None,
                   result_cache=None if cache is None else _bool("reviewer.resultCache", cache),
                   lore_url=lore_url, cache_minutes=cache_minutes)
@@ -128,7 +129,8 @@ def _git_values(cwd: Path) -> dict[str, list[str]]:
 # Every reviewer.* key, as `git config` prints it after `reviewer.` (lower case), and as documented;
 # and the per-rule level keys: reviewer.<id>.level (the id a subsection: git allows any character
 # there, and keeps its case) and the older reviewer.level.<id> (git refuses a `/` in that id).
-KEYS = {k.lower(): k for k in ("rules", "disable", "checkpatchIgnore", "reuseWorktrees", "logDir", "resultCache", "loreUrl", "cacheMinutes")}
+KEYS = {k.lower(): k for k in ("rules", "disable", "checkpatchIgnore", "reuseWorktrees", "logDir", "resultCache", "loreUrl",
+                               "cacheMinutes")}
 _LEVEL_HINT = "reviewer.<id>.level (reviewer.level.<id> for an id without /)"
 
 
@@ -233,7 +235,8 @@ def check_environment() -> None:
         env_number(name)
     accel = os.environ.get("REVIEWER_BOOT_ACCEL", "")
     if accel not in ("", "tcg"):  # the boot stage only knows "tcg" (force TCG); anything else used to mean "auto"
-        raise ConfigError(f"REVIEWER_BOOT_ACCEL={accel!r}: expected tcg (or unset: KVM when it works)", _ENV_HINT.format("REVIEWER_BOOT_ACCEL"))
+        raise ConfigError(f"REVIEWER_BOOT_ACCEL={accel!r}: expected tcg (or unset: KVM when it works)",
+                          _ENV_HINT.format("REVIEWER_BOOT_ACCEL"))
     boot_cache = os.environ.get("REVIEWER_BOOT_CACHE", "")
     if boot_cache and Path(boot_cache).exists() and not Path(boot_cache).is_dir():
         raise ConfigError(f"REVIEWER_BOOT_CACHE={boot_cache!r}: not a directory", _ENV_HINT.format("REVIEWER_BOOT_CACHE"))

@@ -238,7 +238,7 @@ class _Parser:
         """A document's own depth is its first KTAP line's: a leading space is not nesting."""
         return next((ln.prefix for ln in self.lines[self.at:] if ln.match), "")
 
-    def block(self, prefix: str, root: bool) -> _Block:
+    def block(self, prefix: str, *, root: bool) -> _Block:
         b: _Block = _Block(prefix, root)
         child: _Block | None = None
         while self.more():

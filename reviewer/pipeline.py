@@ -234,7 +234,7 @@ def _stage(run: _Run, name: str, step: Callable[[], Done[Q]], progress: Progress
 def _load(run: _Run, request: Request) -> Done[Series]:
     target = targets.classify(request.target, request.cwd)
     remote = targets.Remote(request.lore_url, request.no_cache, request.offline, run.config.lore_url, run.config.cache_minutes)
-    s = run.series = targets.load(target, request.cwd, request.revision, request.debug, remote)
+    s = run.series = targets.load(target, request.cwd, request.revision, debug=request.debug, remote=remote)
     if s.pull_request is not None:
         return ok(f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail"), s)
     of_range = f"; --tree {request.tree}: the kernel tree the range is in" if request.tree_of_range else ""
@@ -320,8 +320,8 @@ def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[P
     tree, policy = request.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
     build = bool(request.run_tests or request.tests or request.boot)  # --build reads only the commits: narrow will do
-    patched, results, cached, run.head = applycache.apply(tree, base, series, policy, not build,
-                                                run.stack, lambda: _worktree(run, series, tree, base, build))
+    patched, results, cached, run.head = applycache.apply(tree, base, series, policy, reuse=not build,
+                                                stack=run.stack, open_worktree=lambda: _worktree(run, series, tree, base, build=build))
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
     if failed is not None:
@@ -334,17 +334,17 @@ def _result_policy(run: _Run, request: Request) -> resultcache.CacheUse:
     """--no-cache recomputes (and stores); git config reviewer.resultCache false neither reads nor stores."""
     from reviewer.store import results as resultcache
 
-    return resultcache.CacheUse.of(request.no_cache, run.config.result_cache is not False)
+    return resultcache.CacheUse.of(no_cache=request.no_cache, enabled=run.config.result_cache is not False)
 
 
-def _worktree(run: _Run, series: Series, tree: Path, base: str, build: bool = True) -> AbstractContextManager[Path]:
+def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool = True) -> AbstractContextManager[Path]:
     """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
     BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
     from reviewer.apply import worktree
 
     if run.config.reuse_worktrees:
-        return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build)
-    return worktree.isolated(tree, base, series.touched, build)
+        return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build=build)
+    return worktree.isolated(tree, base, series.touched, build=build)
 
 
 def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
@@ -474,7 +474,8 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
     if errors:
         raise SelftestError(f"{len(errors)} in-kernel test problem(s): {errors[0].message}", f"the console logs are in {logs}")
     kept = f"; console logs in {logs}" if out.logs else ""
-    return ok(f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, {len(out.benchmarks)} figures{kept}", result)
+    return ok(f"{', '.join(t.name for t, _ in chosen)}: {len(out.runs)} runs under {out.accel}, "
+              f"{len(out.benchmarks)} figures{kept}", result)
 
 
 def _choose(run: _Run, request: Request, series: Series, base: _Base) -> list[Chosen]:

@@ -33,7 +33,8 @@ def run(
 ) -> Completed:
     """Run a command, capture its output as text; raise CommandError on failure or timeout."""
     argv = tuple(str(a) for a in args)
-    proc = _spawn(argv, cwd, {**os.environ, **env} if env is not None else None, input.encode() if isinstance(input, str) else input, timeout)
+    proc = _spawn(argv, cwd, {**os.environ, **env} if env is not None else None, input.encode() if isinstance(input, str) else input,
+                  timeout)
     done = Completed(argv, proc.returncode, _text(proc.stdout), _text(proc.stderr))
     if check and proc.returncode != 0:
         raise CommandError(argv, proc.returncode, done.stdout, done.stderr, None)

@@ -41,7 +41,7 @@ class Progress(Protocol):
 class Quiet:
     """Shows nothing: the default."""
 
-    def stage(self, name: str) -> AbstractContextManager[None]:
+    def stage(self, _name: str) -> AbstractContextManager[None]:
         return contextlib.nullcontext()
 
     def expect(self, runs: int) -> None:

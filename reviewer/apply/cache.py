@@ -133,7 +133,8 @@ def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
         dirs = sorted(stems)
         specs = [s for d in dirs for s in (d or ".", f"{d}tests/")]
         listing = tree_git.git(tree, "ls-tree", "-z", commit, "--", *specs)
-        oids = {e.split("\t", 1)[1]: e.split(" ", 2)[2].split("\t", 1)[0] for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"}
+        entries = [e for e in listing.split("\0") if e and e.split(" ", 2)[1] == "blob"]  # "<mode> blob <oid>\t<path>"
+        oids = {e.split("\t", 1)[1]: e.split(" ", 2)[2].split("\t", 1)[0] for e in entries}
         blobs = list(oids)
         wanted = set(touched)
 
@@ -174,7 +175,7 @@ def _write_blobs(tree: Path, files: dict[str, str], where: Path) -> None:
         at = header_end + 1 + size + 1  # the content is followed by a newline
 
 
-def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, reuse: bool, stack: contextlib.ExitStack,
+def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, *, reuse: bool, stack: contextlib.ExitStack,
           open_worktree: Callable[[], AbstractContextManager[Path]]) -> tuple[Path | None, tuple[PatchApply, ...], bool, Head | None]:
     """(the patched tree, each patch's outcome, from the cache?, the patched commit and the repository that
     holds it). REUSE: nothing needs the real worktree afterwards, so a cached outcome (and a view of the
@@ -190,4 +191,5 @@ def apply(tree: Path, base: str, series: Series, policy: resultcache.CacheUse, r
     if digest is not None:
         store(tree, digest, results, patched, policy)
     failed = any(r.status == "failed" for r in results)
-    return patched, results, False, None if failed else Head(tree_git.common_dir(patched), tree_git.git(patched, "rev-parse", "HEAD").strip())
+    head = None if failed else Head(tree_git.common_dir(patched), tree_git.git(patched, "rev-parse", "HEAD").strip())
+    return patched, results, False, head

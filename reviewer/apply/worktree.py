@@ -85,7 +85,7 @@ _SPARSE = ("-c", "core.sparseCheckout=true", "-c", "core.sparseCheckoutCone=fals
 _SPLIT = ("-c", "core.splitIndex=true")
 
 
-def sparse_patterns(paths: list[str], build: bool = True) -> list[str]:
+def sparse_patterns(paths: list[str], *, build: bool = True) -> list[str]:
     """What to check out, as gitignore-style patterns.
 
     For `git am` alone (BUILD false): the top-level files and the touched paths, exactly
@@ -95,7 +95,8 @@ def sparse_patterns(paths: list[str], build: bool = True) -> list[str]:
     each touched architecture's arch/<x>/ whole (the tests may be built for it: `make ARCH=x headers`).
     """
     if build:
-        dirs = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p} | {"/".join(p.split("/")[:2]) for p in paths if p.startswith("arch/") and p.count("/") >= 2})
+        dirs = sorted({p.rsplit("/", 1)[0] for p in paths if "/" in p} | {"/".join(p.split("/")[:2]) for p in paths
+                                                                          if p.startswith("arch/") and p.count("/") >= 2})
         return [*TOP, *BUILD, *(f"/{_literal(d)}/" for d in dirs)]
     return [*TOP, *sorted({f"/{_literal(p)}" for p in paths} | {n for p in paths for n in kunit_beside(p)})]
 
@@ -149,7 +150,7 @@ def widen(wt: Path, dirs: list[str]) -> list[str]:
     return new
 
 
-def _patterns(tree: Path, base: str, touched: list[str] | None, build: bool) -> list[str] | None:
+def _patterns(tree: Path, base: str, touched: list[str] | None, *, build: bool) -> list[str] | None:
     """The sparse patterns of a new worktree, or None for a full checkout."""
     if touched is None:
         return None
@@ -159,7 +160,7 @@ def _patterns(tree: Path, base: str, touched: list[str] | None, build: bool) -> 
 
 
 @contextlib.contextmanager
-def isolated(tree: Path, base: str, touched: list[str] | None = None, build: bool = True) -> Iterator[Path]:
+def isolated(tree: Path, base: str, touched: list[str] | None = None, *, build: bool = True) -> Iterator[Path]:
     """A detached worktree of TREE at BASE in a temporary directory; always removed.
 
     With TOUCHED, only what is needed is checked out (sparse_patterns()): for `git am` alone
@@ -173,7 +174,7 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None, build: boo
     drop = functools.partial(leftovers.drop_worktree, wt, repo, ending.deadline)
     token = ending.on_exit(drop)
     try:
-        patterns = _patterns(tree, base, touched, build)
+        patterns = _patterns(tree, base, touched, build=build)
         if patterns is not None:
             git(repo, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
             _set_sparse(wt, patterns)
@@ -190,7 +191,7 @@ SLOTS = 4  # concurrent reviews of one tree that can each hold a cached worktree
 
 
 @contextlib.contextmanager
-def cached(tree: Path, base: str, touched: list[str] | None, root: Path, build: bool = True) -> Iterator[Path]:
+def cached(tree: Path, base: str, touched: list[str] | None, root: Path, *, build: bool = True) -> Iterator[Path]:
     """A reusable worktree of TREE kept under ROOT (opt-in: git config reviewer.reuseWorktrees).
 
     It stays registered (and locked) in a shadow repository kept beside the slots between runs
@@ -211,7 +212,7 @@ def cached(tree: Path, base: str, touched: list[str] | None, root: Path, build: 
                 git(repo, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
             _unlock(wt)
             # ["/*"] (everything) rather than None: a slot left sparse by a narrower review is widened.
-            _reset(wt, base, _patterns(tree, base, touched, build) or ["/*"])
+            _reset(wt, base, _patterns(tree, base, touched, build=build) or ["/*"])
             yield wt
         finally:
             if not ending.interrupted():  # the next review resets it on entry: a signal's clean-up must be quick

@@ -78,7 +78,8 @@ def side_findings(side: Side) -> Iterable[Finding]:
         for s in console.splats(boot.console):
             yield Finding(RULE, Level.ERROR, f"{what}: {s.first}", quote=s.quote)
         if not boot.timed_out and not console.expected_end(boot.console) and not console.splats(boot.console):
-            yield Finding(RULE, Level.ERROR, f"{what}: QEMU exited ({boot.returncode}) before the boot ended: {console.last_line(boot.console)}")
+            yield Finding(RULE, Level.ERROR, f"{what}: QEMU exited ({boot.returncode}) before the boot ended: "
+                                             f"{console.last_line(boot.console)}")
 
 
 def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: float,

@@ -71,11 +71,14 @@ def build(src: Path, out: Path, lines: tuple[str, ...], timeout: float = BUILD_T
             err, path, line = first_error(text, src)
             if exc.timeout is not None:
                 err = f"the build timed out after {exc.timeout:g}s"
-            return Build(False, time.monotonic() - start, None, lines, _tail(text), err, path, line)
+            return Build(ok=False, seconds=time.monotonic() - start, image=None, config=lines, log=_tail(text), error=err, path=path,
+                         line=line)
     made = out / image
     if not _inside(made, out):
-        return Build(False, time.monotonic() - start, None, lines, _tail(log), f"the build left no {image} (or a symlink in its place)")
-    return Build(True, time.monotonic() - start, made, lines, _tail(log), problems=problems, configured=kept is None)
+        return Build(ok=False, seconds=time.monotonic() - start, image=None, config=lines, log=_tail(log),
+                     error=f"the build left no {image} (or a symlink in its place)")
+    return Build(ok=True, seconds=time.monotonic() - start, image=made, config=lines, log=_tail(log), problems=problems,
+                 configured=kept is None)
 
 
 def _inside(path: Path, top: Path) -> bool:

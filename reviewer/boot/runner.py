@@ -109,7 +109,7 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
     image = image_path(git, commit, env, lines, cache, how)
     if image.is_file():
         os.utime(image)  # used now: the newest, never what the other side's build prunes before the boot (_prune)
-        return ab.Side(tree, env, kconfig.Build(True, 0.0, image, lines, "(cached image)"))
+        return ab.Side(tree, env, kconfig.Build(ok=True, seconds=0.0, image=image, config=lines, log="(cached image)"))
     srctree.checkout(git, commit, cache / "src")
     # A build a second Ctrl-C or SIGKILL cut short leaves half-written objects that look up to date: start over.
     building = cache / f"build-{env}.building"

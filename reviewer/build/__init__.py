@@ -14,7 +14,8 @@ from reviewer.kbuild import srctree
 from reviewer.model import BuiltStep, BuiltTarget, Finding, Level
 from reviewer.progress import QUIET, Progress
 
-__all__ = ["BUILD_TIMEOUT", "BuildResults", "Commit", "Plan", "Step", "TargetBuild", "chosen", "cost", "describe", "exported", "report", "run"]
+__all__ = ["BUILD_TIMEOUT", "BuildResults", "Commit", "Plan", "Step", "TargetBuild", "chosen", "cost", "describe", "exported",
+           "report", "run"]
 
 # Measured on 2 cores (6.12): configuring a tinyconfig ~15-20 s; the first build of a target's goals
 # (kbuild's prepare, the scripts, the objects) 15-30 s cold; a step ~3-10 s with ccache.
@@ -72,7 +73,8 @@ def run(plan: Plan, only: Sequence[str] = (), progress: Progress = QUIET) -> Bui
             found += judge.findings(tb, plan.touched, total)
             if tb.not_kept:
                 found.append(Finding("build/config", Level.INFO, f"{t.name}: the configuration could not keep "
-                                     f"{', '.join(ln.split('=')[0] for ln in tb.not_kept)}: what they guard was compiled outside the configuration"))
+                                     f"{', '.join(ln.split('=')[0] for ln in tb.not_kept)}: what they guard was compiled "
+                                     "outside the configuration"))
     return BuildResults(tuple(builds), tuple(found))
 
 
@@ -80,7 +82,7 @@ def report(tb: TargetBuild) -> BuiltTarget:
     """The model's view of a target's build (what the reports show)."""
     steps = tuple(BuiltStep(s.index, s.status, s.seconds, s.goals, s.detail, sum(1 for d in s.diagnostics if d.kind == "warning"),
                             tuple((im.path, im.symbols) for im in s.images)) for s in tb.steps)
-    return BuiltTarget(tb.target.name, " ".join(tb.target.variables(False)), steps, tb.config, tb.problem)
+    return BuiltTarget(tb.target.name, " ".join(tb.target.variables(ccache=False)), steps, tb.config, tb.problem)
 
 
 exported = judge.exported

@@ -58,7 +58,8 @@ def parse(log: str, prefixes: Iterable[str] = ()) -> list[Diagnostic]:
         elif (m := _LINE.match(raw)) and not _MAKE_OWN.match(m["path"].rsplit("/", 1)[-1]):
             path = _relative(m["path"], strip)
             kind = "error" if "error" in m["kind"] else "warning"
-            d = Diagnostic(path, int(m["line"]), kind, m["msg"].strip(), f"{path}:{m['line']}:{m['col'] + ':' if m['col'] else ''} {m['kind']}: {m['msg'].strip()}")
+            d = Diagnostic(path, int(m["line"]), kind, m["msg"].strip(),
+                           f"{path}:{m['line']}:{m['col'] + ':' if m['col'] else ''} {m['kind']}: {m['msg'].strip()}")
         elif m := _AS.match(raw):
             d = _assembler(m, lines[n + 1:], strip)
         elif m := _LINKER.match(raw):

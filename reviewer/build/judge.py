@@ -68,7 +68,7 @@ def _base_limitation(tb: TargetBuild) -> Finding:
     """The base does not build in our configuration: said once, as the review's limitation, never as the series' error."""
     base = tb.steps[0]
     first = _errors(base)[0]
-    config = f"{' '.join(tb.target.variables(False))} tinyconfig" + (f" + {' '.join(tb.config)}" if tb.config else "")
+    config = f"{' '.join(tb.target.variables(ccache=False))} tinyconfig" + (f" + {' '.join(tb.config)}" if tb.config else "")
     return Finding("build/base", Level.INFO, f"the base does not build for {tb.target.name} in this review's configuration "
                    f"({config}): {first.quote or first.text}; a limitation of the review, not of the series: its patches are "
                    "judged only on errors the base does not have",

@@ -84,7 +84,7 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
     symbols += objects.depends(symbols, {g.rsplit("/", 1)[0] for g in wanted if "/" in g.rstrip("/")}, read,
                                _defined(plan.git, final.sha, symbols))
     lines = tuple(f"CONFIG_{s}=y" for s in dict.fromkeys(symbols))
-    key = hashlib.sha256("\n".join((target.name, *target.variables(False), *lines)).encode()).hexdigest()[:12]
+    key = hashlib.sha256("\n".join((target.name, *target.variables(ccache=False), *lines)).encode()).hexdigest()[:12]
     out = plan.cache / f"check-{target.name}-{key}"
     building = out.with_name(out.name + ".building")
     if building.exists():  # a run killed mid-build: its half-written objects may look up to date
@@ -95,7 +95,7 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
     building.touch()
     with tempfile.TemporaryDirectory(prefix="reviewer-build-") as scratch:
         box = kmake.Box(Sandbox(Path(scratch) / "home", kmake.sandbox_env(out)), src, out, plan.hide,
-                          target.variables(shutil.which("ccache") is not None))
+                          target.variables(ccache=shutil.which("ccache") is not None))
         steps: list[Step] = []
         for commit in plan.commits:
             left = plan.deadline - time.monotonic()
@@ -103,7 +103,7 @@ def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> Targ
                 steps.append(Step(commit.index, "timeout", detail="--build-timeout reached before this step"))
                 continue
             progress.advance(f"build {_name(commit)} for {target.name}")
-            step, not_kept = _step(box, commit, plan, target, lines, left, steps)
+            step, not_kept = _step(box, commit, plan, target, lines, left)
             if kept := tuple(ln for ln in not_kept if ln.split(" ", 1)[0] in asked):
                 result = replace(result, not_kept=kept)
             steps.append(step)
@@ -130,8 +130,7 @@ def _prune(cache: Path, keep: Path) -> None:
         old.with_name(old.name + ".building").unlink(missing_ok=True)
 
 
-def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tuple[str, ...], left: float,
-          before: list[Step]) -> tuple[Step, tuple[str, ...]]:
+def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tuple[str, ...], left: float) -> tuple[Step, tuple[str, ...]]:
     src, out = box.src, box.out
     start = time.monotonic()
     if commit.index and not any(objects.compiled(p, target) for p in commit.touched):

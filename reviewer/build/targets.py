@@ -40,7 +40,7 @@ class Target:
             return "clang" if self.llvm() == "1" else f"clang-{CLANG_VERSION}"
         return f"{self.cross}gcc"
 
-    def variables(self, ccache: bool) -> tuple[str, ...]:
+    def variables(self, *, ccache: bool) -> tuple[str, ...]:
         """make's variables for this target (ccache in front of the compiler when installed)."""
         out = [f"ARCH={self.arch}"]
         if self.clang:
@@ -93,7 +93,8 @@ _ARCH = re.compile(r"^arch/([^/]+)/")
 
 def host() -> Target:
     """The target of the machine's own architecture (its gcc, no CROSS_COMPILE)."""
-    name = {"x86_64": "x86_64", "aarch64": "arm64", "ppc64le": "ppc64le", "riscv64": "riscv64", "s390x": "s390x"}.get(platform.machine(), "")
+    name = {"x86_64": "x86_64", "aarch64": "arm64", "ppc64le": "ppc64le", "riscv64": "riscv64",
+            "s390x": "s390x"}.get(platform.machine(), "")
     t = TARGETS.get(name)
     if t is None:
         return Target(platform.machine(), platform.machine(), packages=("gcc",))

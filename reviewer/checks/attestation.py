@@ -24,7 +24,8 @@ def check(series: Series) -> Iterator[Finding]:
         for verdict in patch.attestation:
             status, _, who = verdict.partition(" ")
             if status == "badsig":
-                yield Finding("badsig", LEVEL, f"the signature of {who} does not verify: the patch changed after it was signed", patch.index)
+                yield Finding("badsig", LEVEL, f"the signature of {who} does not verify: the patch changed after it was signed",
+                              patch.index)
             elif status == "nokey":
                 yield Finding("nokey", LEVEL, f"signed by {who}, but the key is not in the keyring", patch.index,
                               hint="add the key to patatt's keyring (git config patatt.keyringsrc) to verify it")

@@ -31,7 +31,8 @@ def check(series: Series, base: BaseTree | None) -> Iterator[Finding]:
             continue
         text = text_after(series, base, index)
         if text is None and base is None:
-            yield Finding("unverified", LEVEL, f"unverified: {fc.path} in the toctree of {index} (no kernel tree to check the base against)", patch.index, fc.path)
+            yield Finding("unverified", LEVEL, f"unverified: {fc.path} in the toctree of {index} (no kernel tree to "
+                                               "check the base against)", patch.index, fc.path)
         elif text is None or not _listed(text, entry):
             yield Finding("", LEVEL, f"{fc.path} is in no toctree: {index} does not list `{entry}`", patch.index, index,
                           hint=f"add `   {entry}` to the toctree in {index}")

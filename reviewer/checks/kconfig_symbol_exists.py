@@ -43,7 +43,8 @@ def check(series: Series, base: BaseTree | None) -> Iterator[Finding]:
     unknown = sorted(s for s in seen if s not in defined and _strip_module(s) not in defined)
     if base is None:
         if unknown:
-            yield Finding("unverified", LEVEL, f"unverified: Kconfig symbols {', '.join(unknown)} (no kernel tree to check the base against)")
+            yield Finding("unverified", LEVEL, f"unverified: Kconfig symbols {', '.join(unknown)} (no kernel tree to "
+                                               "check the base against)")
         return
     missing = _undefined(base, unknown)
     for symbol in (s for s in unknown if s in missing):

@@ -60,23 +60,26 @@ def _program(fc: FileChange, name: str) -> str | None:
     return None
 
 
-def _registered(series: Series, base: BaseTree | None, patch: Patch, directory: str, program: str, compiled: bool) -> Iterator[Finding]:
+def _registered(series: Series, base: BaseTree | None, patch: Patch, directory: str, program: str, *, compiled: bool) -> Iterator[Finding]:
     makefile = text_after(series, base, f"{directory}/Makefile")
     if makefile is None:
         if base is None:
-            yield Finding("unverified", LEVEL, f"unverified: {program} in {directory}/Makefile (no kernel tree to check the base against)", patch.index)
+            yield Finding("unverified", LEVEL, f"unverified: {program} in {directory}/Makefile (no kernel tree to check the base against)",
+                          patch.index)
         else:
-            yield Finding("makefile", LEVEL, f"{directory} has no Makefile, so {program} is never built or run", patch.index, f"{directory}/Makefile")
+            yield Finding("makefile", LEVEL, f"{directory} has no Makefile, so {program} is never built or run", patch.index,
+                          f"{directory}/Makefile")
         return
     lists = lists_naming(makefile, program)
     wanted = "TEST_GEN_PROGS" if compiled else "TEST_PROGS"
     if not lists:
-        yield Finding("makefile", LEVEL, f"{program} is not in TEST_PROGS, TEST_GEN_PROGS or TEST_CUSTOM_PROGS of {directory}/Makefile, so kselftest never runs it",
-                      patch.index, f"{directory}/Makefile", hint=f"add `{wanted} += {program}`")
+        yield Finding("makefile", LEVEL, f"{program} is not in TEST_PROGS, TEST_GEN_PROGS or TEST_CUSTOM_PROGS of {directory}/Makefile, "
+                      "so kselftest never runs it", patch.index, f"{directory}/Makefile", hint=f"add `{wanted} += {program}`")
     elif not lists & set(RUN) and not _run_by_another(series, directory, program):
         where = " and ".join(v for v in HELPERS if v in lists)
-        yield Finding("helper", LEVEL, f"{program} is only in {where} of {directory}/Makefile, and no other file of the series in the directory "
-                      "runs it: kselftest builds or installs it for other tests, but never runs it as a test", patch.index, f"{directory}/Makefile",
+        yield Finding("helper", LEVEL, f"{program} is only in {where} of {directory}/Makefile, and no other file of the series in "
+                      "the directory runs it: kselftest builds or installs it for other tests, but never runs it as a test",
+                      patch.index, f"{directory}/Makefile",
                       hint=f"{where} is for helpers and files that other tests use: if {program} is a test, add `{wanted} += {program}`; "
                       "if it is a helper, run it from a test")
     gitignore = text_after(series, base, f"{directory}/.gitignore")
@@ -126,7 +129,8 @@ def _run_by_another(series: Series, directory: str, program: str) -> bool:
     has an added line naming PROGRAM: it is a helper that a test runs."""
     word = re.compile(rf"(?<![\w.-]){re.escape(program)}(?![\w.-])")
     return any(word.search(line.text) for p in series.patches for fc in p.files
-               if fc.path.rpartition("/")[0] == directory and fc.path.rpartition("/")[2] not in ("Makefile", ".gitignore", program, f"{program}.c")
+               if fc.path.rpartition("/")[0] == directory
+               and fc.path.rpartition("/")[2] not in ("Makefile", ".gitignore", program, f"{program}.c")
                for line in fc.added_lines())
 
 
@@ -147,5 +151,6 @@ def _target(series: Series, base: BaseTree | None, patch: Patch, target: str) ->
     if top is None:
         return
     if not re.search(rf"^\s*TARGETS\s*\+?=.*(?<![\w/-]){re.escape(target)}(?![\w/-])", top.replace("\\\n", " "), re.MULTILINE):
-        yield Finding("targets", LEVEL, f"the new selftest directory {target} is not in TARGETS of {ROOT}Makefile, so `make kselftest` skips it",
-                      patch.index, f"{ROOT}Makefile", hint=f"add `TARGETS += {target}` in alphabetical order")
+        yield Finding("targets", LEVEL, f"the new selftest directory {target} is not in TARGETS of {ROOT}Makefile, "
+                      "so `make kselftest` skips it", patch.index, f"{ROOT}Makefile",
+                      hint=f"add `TARGETS += {target}` in alphabetical order")

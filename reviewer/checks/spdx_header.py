@@ -29,7 +29,8 @@ TAG = re.compile(r"SPDX-License-Identifier:\s*\S")
 STYLES: tuple[tuple[re.Pattern[str], re.Pattern[str], str], ...] = (
     (re.compile(r".*\.c"), re.compile(r"^(//|/\*) SPDX-License-Identifier: .*?(\s*\*/)?$"), "// SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.(h|S|lds|lds\.S)"), re.compile(r"^/\* SPDX-License-Identifier: .*\*/$"), "/* SPDX-License-Identifier: <license> */"),
-    (re.compile(r"(Makefile|Kbuild|Kconfig.*|.*\.(sh|py|pl|mk|awk|tc|gitignore|ya?ml))|\.gitignore"), re.compile(r"^#\s*SPDX-License-Identifier: "), "# SPDX-License-Identifier: <license>"),
+    (re.compile(r"(Makefile|Kbuild|Kconfig.*|.*\.(sh|py|pl|mk|awk|tc|gitignore|ya?ml))|\.gitignore"),
+     re.compile(r"^#\s*SPDX-License-Identifier: "), "# SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.rst"), re.compile(r"^\.\. SPDX-License-Identifier: "), ".. SPDX-License-Identifier: <license>"),
     (re.compile(r".*\.dtsi?"), re.compile(r"^(//|/\*) SPDX-License-Identifier: "), "// SPDX-License-Identifier: <license>"),
 )

@@ -47,7 +47,7 @@ def _crash_log(exc: BaseException) -> Path:
     return path
 
 
-def _bug(exc: BaseException, debug: bool) -> int:
+def _bug(exc: BaseException, *, debug: bool) -> int:
     """Exit 70: one line, and the traceback in a crash log; where that log cannot be written (a full or
     read-only state directory), the hint says where and why, and the traceback follows on stderr."""
     if debug:
@@ -111,7 +111,7 @@ class _Notes(logging.Handler):
 
 
 @contextlib.contextmanager
-def _notes(debug: bool) -> Iterator[None]:
+def _notes(*, debug: bool) -> Iterator[None]:
     logger = logging.getLogger("reviewer")
     handler, level = _Notes(), logger.level
     logger.addHandler(handler)
@@ -128,7 +128,7 @@ def _dispatch(args: list[str], roots: dict[str, tuple[Path, str]] | None = None)
     debug = "--debug" in args
     bug: Exception | None = None
     try:
-        with _notes(debug):
+        with _notes(debug=debug):
             rc = app(args=args, prog_name="review", standalone_mode=False)
     except typer.Exit as exc:
         rc = exc.exit_code
@@ -154,7 +154,7 @@ def _dispatch(args: list[str], roots: dict[str, tuple[Path, str]] | None = None)
             if debug:
                 traceback.print_exception(bug)
             return _fail(full.message(), full.hint(), int(ExitStatus.CONFIG))
-        return _bug(bug, debug)
+        return _bug(bug, debug=debug)
     if rc == ExitStatus.INTERRUPTED and not ending.interrupted():  # typer turns Ctrl-C into a silent Exit(130)
         print("review: interrupted", file=sys.stderr)
     return rc if isinstance(rc, int) else int(ExitStatus.OK)

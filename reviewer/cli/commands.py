@@ -48,7 +48,7 @@ def rules_command(
 
 
 @sub_app.command("demo", cls=WideHelp, help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
-def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
+def demo_command(*, fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     if fmt in B4_FORMATS:
         raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
     from reviewer.cli import demo as demo_mod
@@ -58,13 +58,15 @@ def demo_command(fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, colo
         # kernel's makes 25,000,000 calls per figure).
         request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree, run_tests=True,
                           envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
-        result, error = run(request, fmt, color)
+        result, error = run(request, fmt, color=color)
     finish(result, error, fmt=fmt, color=color)
 
 
-@sub_app.command("guest-root", cls=WideHelp, help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
+@sub_app.command("guest-root", cls=WideHelp,
+                 help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
 def guest_root_command(
-    arch: Annotated[str, typer.Argument(metavar="ARCH", help="The guest architecture: ppc64le or arm64 (ppc32, riscv64 and s390x need none).")],
+    arch: Annotated[str, typer.Argument(metavar="ARCH",
+                                        help="The guest architecture: ppc64le or arm64 (ppc32, riscv64 and s390x need none).")],
 ) -> None:
     from reviewer.vm import root
     from reviewer.vm.arches import GUESTS
@@ -75,19 +77,22 @@ def guest_root_command(
         raise UsageError(f"guest-root {arch!r}: a {arch} guest needs no root (it boots an initramfs of the tests and reviewer's own init)",
                          f"roots are made for: {others}")
     if g is None or g.native:
-        raise UsageError(f"guest-root {arch!r}: not another architecture's guest", f"choose from: {others} (the machine's own boots its own root)")
+        raise UsageError(f"guest-root {arch!r}: not another architecture's guest",
+                         f"choose from: {others} (the machine's own boots its own root)")
     made = root.make(g, lambda line: print(f"review: {line}", file=sys.stderr, flush=True))  # the steps: downloads take a while
     print(f"review: made the {g.deb} guest root {made}")
 
 
-@sub_app.command("install-hook", cls=WideHelp, help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
+@sub_app.command("install-hook", cls=WideHelp,
+                 help="Install a git pre-push hook that reviews the commits being pushed (exit 1 blocks the push).")
 def install_hook_command(
+    *,
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
 ) -> None:
     from reviewer.cli import hook
 
-    path, replaced = hook.install((repo or Path.cwd()).resolve(), strict)
+    path, replaced = hook.install((repo or Path.cwd()).resolve(), strict=strict)
     print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
 
 
@@ -103,8 +108,9 @@ def uninstall_hook_command(
 
 @sub_app.command("pre-push", cls=WideHelp, hidden=True, help="Run by the installed pre-push hook: review what is pushed.")
 def pre_push_command(
+    *,
     remote: Annotated[str, typer.Argument()] = "origin",
-    url: Annotated[str, typer.Argument()] = "",
+    _url: Annotated[str, typer.Argument(metavar="URL")] = "",  # git gives the hook the remote's URL too; unused
     strict: Annotated[bool, typer.Option("--strict")] = False,
 ) -> None:
     from reviewer.cli import hook
@@ -117,10 +123,10 @@ def pre_push_command(
         print(f"review: checking {push.ref} ({push.spec}{since}) before pushing to {remote}", file=sys.stderr)
         result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
         if reportable(result, error):
-            report(result, Format.TERMINAL, None)
+            report(result, Format.TERMINAL, color=None)
         if error is not None and not isinstance(error, (ApplyError, SelftestError)):
             raise error
-        status = ExitStatus(error.status) if error is not None else status_of(result.findings, strict)
+        status = ExitStatus(error.status) if error is not None else status_of(result.findings, strict=strict)
         worst = max(worst, status)
     if worst:
         print(f"review: error: push blocked: the review of the pushed commits failed (exit {int(worst)})", file=sys.stderr)

@@ -47,7 +47,7 @@ def hook_path(cwd: Path) -> Path:
     return path if path.is_absolute() else (cwd / path).resolve()
 
 
-def script(strict: bool) -> str:
+def script(*, strict: bool) -> str:
     # The hook runs reviewer with the interpreter that installed it, so it works outside the venv.
     args = " --strict" if strict else ""
     return (
@@ -66,7 +66,7 @@ def is_ours(path: Path) -> bool:
         return False
 
 
-def install(cwd: Path, strict: bool) -> tuple[Path, bool]:
+def install(cwd: Path, *, strict: bool) -> tuple[Path, bool]:
     """Write the hook; return (path, whether an older hook of ours was replaced)."""
     path = hook_path(cwd)
     existed = path.exists()
@@ -74,7 +74,7 @@ def install(cwd: Path, strict: bool) -> tuple[Path, bool]:
         raise ConfigError(f"{path} exists and was not installed by reviewer; leaving it alone",
                           f'add `{sys.executable} -m reviewer pre-push "$@"` to that hook yourself, or move it away')
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(script(strict))
+    path.write_text(script(strict=strict))
     path.chmod(0o755)
     return path, existed
 
@@ -123,7 +123,8 @@ def _new_branch_base(cwd: Path, remote: str, local_ref: str, local: str) -> tupl
     branch = _short(local_ref)
     raise ConfigError(f"cannot tell which commits of {branch} are new: {remote} has no default branch here (refs/remotes/{remote}/HEAD), "
                       f"{branch} has no upstream, and no remote-tracking branch shares its history",
-                      f"give it one (git branch --set-upstream-to=UPSTREAM {branch}), or after a fetch: git remote set-head {remote} --auto; "
+                      f"give it one (git branch --set-upstream-to=UPSTREAM {branch}), or after a fetch: git remote "
+                      f"set-head {remote} --auto; "
                       "git push --no-verify pushes it unchecked")
 
 

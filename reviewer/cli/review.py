@@ -70,7 +70,8 @@ def _refuse_blank_and_nan(command: typer.core.TyperCommand, ctx: ClickContext, a
                 continue
             if not value.strip():
                 path = param.type.name == "path"
-                raise _refused("an empty value", param, ctx, "for the current directory, say `.`" if path else "give it a value, or leave it out")
+                raise _refused("an empty value", param, ctx,
+                               "for the current directory, say `.`" if path else "give it a value, or leave it out")
             if param.type.name in ("float", "float range") and not math.isfinite(_number(value)):
                 raise _refused(f"{value!r} is not a finite number", param, ctx, "`review --help` gives the range it takes")
 
@@ -132,12 +133,16 @@ B4_FORMATS = (Format.B4_CHECK, Format.CHECKPATCH)
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as git and b4 have it (a subcommand's context inherits it)
 review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS)
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT", help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last two read one message on stdin (TARGET -).")]
+FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT",
+                                           help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or "
+                                                "checkpatch (lines for b4 prep --check); the last two read one message "
+                                                "on stdin (TARGET -).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
-ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color", help="Force colour on or off (default: when stdout is a terminal and NO_COLOR is not set).")]
+ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color",
+                                               help="Force colour on or off (default: when stdout is a terminal and NO_COLOR is not set).")]
 
 
-def _version(asked: bool) -> None:
+def _version(*, asked: bool) -> None:
     """--version: the installed package's version, then exit 0 (eager: nothing else is parsed or checked)."""
     if asked:
         from reviewer.store.results import version
@@ -146,52 +151,112 @@ def _version(asked: bool) -> None:
         raise typer.Exit(0)
 
 
-@review_app.command(cls=ReviewHelp, help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git range or a Message-ID.")
-def main_command(
-    target: Annotated[str | None, typer.Argument(metavar="TARGET", help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); none: the b4 prep branch checked out", show_default=False)] = None,
+@review_app.command(cls=ReviewHelp, help="Review a patch series: an mbox, a maildir, a `git format-patch` directory, a git "
+                                         "range or a Message-ID.")
+def main_command(  # keyword-only: typer passes every option by name
+    *,
+    target: Annotated[str | None, typer.Argument(metavar="TARGET",
+                                                 help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); "
+                                                      "none: the b4 prep branch checked out", show_default=False)] = None,
     fmt: FormatOpt = Format.TERMINAL,
-    revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, metavar="N", help="Review revision N of the series (default: the newest).")] = None,
+    revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, metavar="N",
+                                                 help="Review revision N of the series (default: the newest).")] = None,
     repo: Annotated[Path | None, typer.Option("-C", metavar="PATH", help="Run as if started in PATH (for git ranges).")] = None,
-    tree: Annotated[Path | None, typer.Option("--tree", "-t", metavar="DIR", help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
+    tree: Annotated[Path | None, typer.Option("--tree", "-t", metavar="DIR",
+                                              help="Kernel git tree to apply the series to (in an isolated worktree).")] = None,
     base: Annotated[str | None, typer.Option("--base", metavar="REF", help="Apply on REF instead of the series' base-commit.")] = None,
-    lore_url: Annotated[str | None, typer.Option("--lore-url", metavar="URL", help="public-inbox archive to fetch Message-IDs from (default: git config reviewer.loreUrl, else https://lore.kernel.org/all/).")] = None,
+    lore_url: Annotated[str | None, typer.Option("--lore-url", metavar="URL",
+                                                 help="public-inbox archive to fetch Message-IDs from (default: git config "
+                                                      "reviewer.loreUrl, else https://lore.kernel.org/all/).")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Fetch from lore even if the thread is cached.")] = False,
     offline: Annotated[bool, typer.Option("--offline", help="Never fetch: use only threads cached by earlier runs.")] = False,
-    run_tests: Annotated[bool, typer.Option("--run-tests", help="Build and run the relevant selftests and benchmarks on base and patched (runs code from the series, sandboxed).")] = False,
-    tests: Annotated[str | None, typer.Option("--tests", metavar="LIST", help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens (implies --run-tests).")] = None,
+    run_tests: Annotated[bool, typer.Option("--run-tests",
+                                            help="Build and run the relevant selftests and benchmarks on base and patched (runs code from "
+                                                 "the series, sandboxed).")] = False,
+    tests: Annotated[str | None, typer.Option("--tests", metavar="LIST",
+                                              help="Run exactly these, e.g. vDSO:vdso_test_getrandom,timens "
+                                                   "(implies --run-tests).")] = None,
     no_tests: Annotated[bool, typer.Option("--no-tests", help="Do not choose or run selftests.")] = False,
-    env: Annotated[str, typer.Option("--env", metavar="LIST", help="Environments for tests and benchmarks: plain, timens (a user+time namespace, boot time +1 year).")] = "plain",
-    bench_runs: Annotated[int, typer.Option("--bench-runs", min=0, metavar="N", help=f"Runs per benchmark and tree, alternating (a verdict needs {BENCH_RUNS} a side); 0 runs no benchmark.")] = BENCH_RUNS,
-    slower_than: Annotated[float | None, typer.Option("--slower-than", min=1.0, metavar="RATIO", help="Warn when a benchmark is this many times slower on the patched tree, beyond the noise (default 1.25; 1.5 in kernels emulated by TCG).")] = None,
-    build: Annotated[bool, typer.Option("--build", help="Compile the touched code for each architecture the series touches (cross gcc, or clang for LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, the vDSO's exported symbols.")] = False,
-    build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
-    arch: Annotated[str | None, typer.Option("--arch", metavar="LIST", help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, riscv64, s390x, loongarch); the first is also the guests' architecture with --run-on vm (x86_64, ppc64le, ppc32, arm64, riscv64, s390x).")] = None,
-    boot: Annotated[bool, typer.Option("--boot", help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests (dmapool_test, KUnit).")] = False,
-    boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST", help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
-    boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS", help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
-    test_timeout: Annotated[float, typer.Option("--test-timeout", min=1.0, metavar="SECONDS", help="The longest one selftest may run, whatever its directory's settings file asks (the series wrote it; timeout=0 there asks for no limit); a test cut short is a warning.")] = MAX_TEST_SECONDS,
-    run_on: Annotated[str, typer.Option("--run-on", metavar="WHERE", help="Where selftests and benchmarks run: vm (base and patched each in its own kernel, built from the tree and booted with virtme-ng), host (this machine's kernel), auto (vm when the series changes what the kernel is built from, else host).")] = "auto",
-    log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR", help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ (default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
-    bench: Annotated[str | None, typer.Option("--bench", metavar="LIST", help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' (256 threads: long).")] = None,
-    test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE", help="Extra environment for tests and benchmarks (repeatable).")] = None,
-    rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also load the rules in DIR (repeatable; git config reviewer.rules too).")] = None,
+    env: Annotated[str, typer.Option("--env", metavar="LIST",
+                                     help="Environments for tests and benchmarks: plain, timens (a user+time namespace, "
+                                          "boot time +1 year).")] = "plain",
+    bench_runs: Annotated[int, typer.Option("--bench-runs", min=0, metavar="N",
+                                            help=f"Runs per benchmark and tree, alternating (a verdict needs {BENCH_RUNS} a side); "
+                                                 "0 runs no benchmark.")] = BENCH_RUNS,
+    slower_than: Annotated[float | None, typer.Option("--slower-than", min=1.0, metavar="RATIO",
+                                                      help="Warn when a benchmark is this many times slower on the patched tree, beyond "
+                                                           "the noise (default 1.25; 1.5 in kernels emulated by TCG).")] = None,
+    build: Annotated[bool, typer.Option("--build",
+                                        help="Compile the touched code for each architecture the series touches (cross gcc, or clang for "
+                                             "LoongArch), the base and then each patch with W=1: new warnings, patches that do not build, "
+                                             "the vDSO's exported symbols.")] = False,
+    build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS",
+                                                 help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
+    arch: Annotated[str | None, typer.Option("--arch", metavar="LIST",
+                                             help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, "
+                                                  "riscv64, s390x, loongarch); the first is also the guests' architecture with --run-on vm "
+                                                  "(x86_64, ppc64le, ppc32, arm64, riscv64, s390x).")] = None,
+    boot: Annotated[bool, typer.Option("--boot",
+                                       help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests "
+                                            "(dmapool_test, KUnit).")] = False,
+    boot_env: Annotated[str, typer.Option("--boot-env", metavar="LIST",
+                                          help="Kernel configs for --boot: plain, debug (SLUB_DEBUG_ON).")] = "plain",
+    boot_timeout: Annotated[float, typer.Option("--boot-timeout", min=10.0, metavar="SECONDS",
+                                                help="Wall-clock seconds per boot before the VM is killed.")] = 300.0,
+    test_timeout: Annotated[float, typer.Option("--test-timeout", min=1.0, metavar="SECONDS",
+                                                help="The longest one selftest may run, whatever its directory's settings file asks (the "
+                                                     "series wrote it; timeout=0 there asks for no limit); a test cut "
+                                                     "short is a warning.")] = MAX_TEST_SECONDS,
+    run_on: Annotated[str, typer.Option("--run-on", metavar="WHERE",
+                                        help="Where selftests and benchmarks run: vm (base and patched each in its own kernel, built from "
+                                             "the tree and booted with virtme-ng), host (this machine's kernel), auto (vm when the series "
+                                             "changes what the kernel is built from, else host).")] = "auto",
+    log_dir: Annotated[Path | None, typer.Option("--log-dir", metavar="DIR",
+                                                 help="Keep this run's logs (boot console logs, selftest output) in DIR/<UTC time>-<pid>/ "
+                                                      "(default: git config reviewer.logDir, else $XDG_STATE_HOME/reviewer/logs).")] = None,
+    bench: Annotated[str | None, typer.Option("--bench", metavar="LIST",
+                                              help="Also run these opt-in benchmarks, e.g. 'vdso_test_getrandom bench-multi' "
+                                                   "(256 threads: long).")] = None,
+    test_env: Annotated[list[str] | None, typer.Option("--test-env", metavar="KEY=VALUE",
+                                                       help="Extra environment for tests and benchmarks (repeatable).")] = None,
+    rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR",
+                                                     help="Also load the rules in DIR (repeatable; git config "
+                                                          "reviewer.rules too).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings fail too (exit 1), for CI and pre-submit checks.")] = False,
-    no_checkpatch: Annotated[bool, typer.Option("--no-checkpatch", help="With --tree: do not run the tree's scripts/checkpatch.pl.")] = False,
-    checkpatch_strict: Annotated[bool, typer.Option("--checkpatch-strict", help="Run checkpatch.pl --strict (its CHECK reports, as info).")] = False,
+    no_checkpatch: Annotated[bool, typer.Option("--no-checkpatch",
+                                                help="With --tree: do not run the tree's scripts/checkpatch.pl.")] = False,
+    checkpatch_strict: Annotated[bool, typer.Option("--checkpatch-strict",
+                                                    help="Run checkpatch.pl --strict (its CHECK reports, as info).")] = False,
     codespell: Annotated[bool, typer.Option("--codespell", help="Run checkpatch.pl --codespell (needs the codespell dictionary).")] = False,
-    reply: Annotated[str | None, typer.Option("--reply", metavar="FILE", help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch an mbox of several.")] = None,
-    reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", metavar="POLICY", help="Recipients: author, list (author + the thread's To:) or all (author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
-    trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="TRAILER", help="Add this trailer to the reply, e.g. 'Tested-by: NAME <ADDR>' (repeatable); none is added otherwise.")] = None,
-    per_patch: Annotated[bool, typer.Option("--per-patch", help="One reply per patch with findings, instead of one to the cover letter.")] = False,
-    send: Annotated[bool, typer.Option("--send", help="Send the reply (SMTP or sendmail as configured for git send-email), after confirmation.")] = False,
+    reply: Annotated[str | None, typer.Option("--reply", metavar="FILE",
+                                              help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch "
+                                                   "an mbox of several.")] = None,
+    reply_policy: Annotated[reply_mail.ReplyPolicy, typer.Option("--reply-policy", metavar="POLICY",
+                                                                 help="Recipients: author, list (author + the thread's To:) or all "
+                                                                      "(author + To: + Cc:).")] = reply_mail.ReplyPolicy.ALL,
+    trailer: Annotated[list[str] | None, typer.Option("--trailer", metavar="TRAILER",
+                                                      help="Add this trailer to the reply, e.g. 'Tested-by: NAME <ADDR>' (repeatable); "
+                                                           "none is added otherwise.")] = None,
+    per_patch: Annotated[bool, typer.Option("--per-patch",
+                                            help="One reply per patch with findings, instead of one to the cover letter.")] = False,
+    send: Annotated[bool, typer.Option("--send",
+                                       help="Send the reply (SMTP or sendmail as configured for git send-email), "
+                                            "after confirmation.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="With --send: do not ask for confirmation.")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the reply that --send would send, and send nothing.")] = False,
-    in_reply_to: Annotated[str | None, typer.Option("--in-reply-to", metavar="MSGID", help="Thread the reply under this Message-ID (needed when the series' mail has none: a reply to an id the tool made up is never sent).")] = None,
-    reply_infos: Annotated[bool, typer.Option("--reply-infos", help="Say the infos in the reply too (by default they stay in the terminal and JSON reports).")] = False,
-    no_pager: Annotated[bool, typer.Option("--no-pager", help="Print the terminal report as it is, never through $PAGER (default: less, when stdout is a terminal and the report is taller).")] = False,
+    in_reply_to: Annotated[str | None, typer.Option("--in-reply-to", metavar="MSGID",
+                                                    help="Thread the reply under this Message-ID (needed when the series' mail has none: a "
+                                                         "reply to an id the tool made up is never sent).")] = None,
+    reply_infos: Annotated[bool, typer.Option("--reply-infos",
+                                              help="Say the infos in the reply too (by default they stay in the "
+                                                   "terminal and JSON reports).")] = False,
+    no_pager: Annotated[bool, typer.Option("--no-pager",
+                                           help="Print the terminal report as it is, never through $PAGER (default: less, when stdout is a "
+                                                "terminal and the report is taller).")] = False,
     debug: DebugOpt = False,
     color: ColorOpt = None,
-    _shown_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version, help="Print the version and exit.")] = False,
+    _shown_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
+                                                 help="Print the version and exit.")] = False,
 ) -> None:
     _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
     cwd = (repo or Path.cwd()).resolve()
@@ -218,11 +283,11 @@ def main_command(
                           test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
                           checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
         if fmt in B4_FORMATS:
-            _b4_check(request, fmt, strict)
-        result, error = run(request, fmt, color)
+            _b4_check(request, fmt, strict=strict)
+        result, error = run(request, fmt, color=color)
     if outgoing.wanted and reportable(result, error):
         _outgoing(result, outgoing, sender, transport, cwd, fmt=fmt, color=color, pager=not no_pager)
-        exit_for(result, error, strict)
+        exit_for(result, error, strict=strict)
     finish(result, error, fmt=fmt, color=color, strict=strict, pager=not no_pager)
 
 
@@ -248,7 +313,8 @@ class _Outgoing:
         if self.in_reply_to and self.per_patch:
             raise UsageError("--in-reply-to names one message, and --per-patch answers each patch", "drop one of them")
         if self.wanted and fmt in B4_FORMATS:
-            raise UsageError(f"--format {fmt} is for b4's checks; it does not write replies", "drop --reply/--send, or use --format terminal")
+            raise UsageError(f"--format {fmt} is for b4's checks; it does not write replies",
+                             "drop --reply/--send, or use --format terminal")
         if self.send and self.dry_run:
             raise UsageError("--send and --dry-run contradict each other", "--dry-run shows the message; --send sends it")
 
@@ -259,7 +325,8 @@ _TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*-by: \S.*$")
 def _trailers(items: list[str]) -> list[str]:
     bad = [i for i in items if not _TRAILER.match(i.strip())]
     if bad:
-        raise UsageError(f"--trailer {bad[0]!r}: expected 'Tested-by: Name <address>'", "for example --trailer 'Tested-by: Ada Lovelace <ada@example.org>'")
+        raise UsageError(f"--trailer {bad[0]!r}: expected 'Tested-by: Name <address>'",
+                         "for example --trailer 'Tested-by: Ada Lovelace <ada@example.org>'")
     return [i.strip() for i in items]
 
 
@@ -333,11 +400,12 @@ def _in_reply_to(text: str | None) -> str | None:
 
     ref = msgid.parse(text)
     if ref is None or ref.truncated:
-        raise UsageError(f"--in-reply-to {text!r}: not a Message-ID", "give the whole id, e.g. --in-reply-to '<20240816110717.10249-1-xry111@example.org>'")
+        raise UsageError(f"--in-reply-to {text!r}: not a Message-ID",
+                         "give the whole id, e.g. --in-reply-to '<20240816110717.10249-1-xry111@example.org>'")
     return ref.msgid
 
 
-def _warn_invented(msgs: list[EmailMessage], sending: bool) -> None:
+def _warn_invented(msgs: list[EmailMessage], *, sending: bool) -> None:
     """A reply to a Message-ID the tool made up would not thread on the list: say so (sending it fails)."""
     made_up = [p for m in msgs if (p := reply_mail.invented_parent(m)) is not None]
     if made_up and not sending:
@@ -430,7 +498,7 @@ def _pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, _, v in (i.partition("=") for i in items))
 
 
-def _b4_check(request: Request, fmt: Format, strict: bool) -> NoReturn:
+def _b4_check(request: Request, fmt: Format, *, strict: bool) -> NoReturn:
     """b4's per-patch / series check: review the series around the message on stdin, report on that message."""
     from reviewer.report import b4check
     from reviewer.series import fetch
@@ -453,14 +521,14 @@ def _b4_check(request: Request, fmt: Format, strict: bool) -> NoReturn:
         sys.stdout.writelines(line + "\n" for line in b4check.checkpatch_lines(found))
     if error is not None:
         raise error
-    raise typer.Exit(status_of(found, strict))
+    raise typer.Exit(status_of(found, strict=strict))
 
 
 def reportable(result: Review, error: ReviewerError | None) -> bool:
     return result.series is not None and (error is None or isinstance(error, (ApplyError, SelftestError)))
 
 
-def status_of(findings: Iterable[Finding], strict: bool) -> ExitStatus:
+def status_of(findings: Iterable[Finding], *, strict: bool) -> ExitStatus:
     levels = {f.level for f in findings}
     failing = Level.ERROR in levels or (strict and Level.WARNING in levels)
     return ExitStatus.FINDINGS if failing else ExitStatus.OK
@@ -470,9 +538,9 @@ def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Trans
               *, fmt: Format, color: bool | None, pager: bool = False) -> None:
     opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers, in_reply_to=out.in_reply_to, infos=out.infos)
     msgs = reply_mail.per_patch(result, opts) if out.per_patch else [reply_mail.reply(result, opts)]
-    _warn_invented(msgs, out.send)
+    _warn_invented(msgs, sending=out.send)
     if out.reply != "-":
-        report(result, fmt, color, pager)
+        report(result, fmt, color=color, pager=pager)
     if not msgs:
         print("review: no patch has findings: no reply written", file=sys.stderr)
         return
@@ -484,13 +552,13 @@ def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Trans
         Path(out.reply).write_bytes(data)
         print(f"review: reply written to {out.reply} ({len(msgs)} message{'s' if len(msgs) > 1 else ''})", file=sys.stderr)
     if out.dry_run or out.send:
-        _show(msgs, out.reply == "-")
+        _show(msgs, already=out.reply == "-")
     if out.send:
         assert transport is not None
-        _confirm_and_send(msgs, transport, cwd, out.yes)
+        _confirm_and_send(msgs, transport, cwd, yes=out.yes)
 
 
-def _show(msgs: list[EmailMessage], already: bool) -> None:
+def _show(msgs: list[EmailMessage], *, already: bool) -> None:
     if already:
         return
     for msg in msgs:
@@ -498,7 +566,7 @@ def _show(msgs: list[EmailMessage], already: bool) -> None:
     sys.stdout.flush()
 
 
-def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: Path, yes: bool) -> None:
+def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: Path, *, yes: bool) -> None:
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
@@ -512,23 +580,23 @@ def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: 
         print(f"review: sent {msg['Message-ID']} to {', '.join(mail.envelope(msg))} via {transport.where()}", file=sys.stderr)
 
 
-def exit_for(result: Review, error: ReviewerError | None, strict: bool) -> None:
+def exit_for(result: Review, error: ReviewerError | None, *, strict: bool) -> None:
     if error is not None:
         raise error
-    raise typer.Exit(status_of(result.findings, strict))
+    raise typer.Exit(status_of(result.findings, strict=strict))
 
 
-def run(request: Request, fmt: Format, color: bool | None) -> tuple[Review, ReviewerError | None]:
-    return review(request, progress_display(fmt, color))
+def run(request: Request, fmt: Format, *, color: bool | None) -> tuple[Review, ReviewerError | None]:
+    return review(request, progress_display(fmt, color=color))
 
 
-def no_color(color: bool | None) -> bool | None:
+def no_color(*, color: bool | None) -> bool | None:
     """rich's no_color: what --color/--no-color says, else None: rich then reads NO_COLOR (set and not empty: no
     colour, https://no-color.org), which --color overrides."""
     return None if color is None else not color
 
 
-def progress_display(fmt: Format, color: bool | None) -> Progress:
+def progress_display(fmt: Format, *, color: bool | None) -> Progress:
     """What the review shows on stderr while it runs: with the terminal report, and when stderr is a
     terminal (or --color forces it), a spinner per slow stage and each build, test and benchmark run
     with how many are left; else nothing (the JSON, the b4 formats, a redirected stderr)."""
@@ -536,7 +604,7 @@ def progress_display(fmt: Format, color: bool | None) -> Progress:
         return QUIET
     from rich.console import Console
 
-    err = Console(stderr=True, force_terminal=color, no_color=no_color(color))
+    err = Console(stderr=True, force_terminal=color, no_color=no_color(color=color))
     return Display(err) if err.is_terminal else QUIET
 
 
@@ -545,11 +613,11 @@ def finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: b
     # A series that could not be read has nothing to report but the error; one that was
     # read and checked is reported even when a later stage (apply) failed.
     if reportable(result, error):
-        report(result, fmt, color, pager)
-    exit_for(result, error, strict)
+        report(result, fmt, color=color, pager=pager)
+    exit_for(result, error, strict=strict)
 
 
-def report(result: Review, fmt: Format, color: bool | None, pager: bool = False) -> None:
+def report(result: Review, fmt: Format, *, color: bool | None, pager: bool = False) -> None:
     """The report on stdout; the terminal one through a pager (PAGER, else less) when PAGER is true,
     stdout is a terminal, and the report is taller than it (report/pager.py)."""
     if fmt is Format.JSON:
@@ -563,10 +631,10 @@ def report(result: Review, fmt: Format, color: bool | None, pager: bool = False)
 
         # Piped or redirected output is not squeezed into rich's default 80 columns.
         width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-        out = Console(force_terminal=color, no_color=no_color(color), highlight=False, width=width)
+        out = Console(force_terminal=color, no_color=no_color(color=color), highlight=False, width=width)
         from reviewer.report import pager as paging
 
-        paging.show(out, lambda: terminal.render(result, out), pager and sys.stdout.isatty())
+        paging.show(out, lambda: terminal.render(result, out), enabled=pager and sys.stdout.isatty())
     sys.stdout.flush()
 
 

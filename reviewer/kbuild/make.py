@@ -17,7 +17,8 @@ from reviewer.run.sandbox import Sandbox, read_untrusted
 
 # Fixed so that two builds of the same source are the same (and ccache hits across runs); C: plain ASCII
 # messages (kbuild unexports LC_ALL, so LANG and the categories gcc reads are set instead).
-_REPRO = {"LANG": "C", "LC_CTYPE": "C", "LC_MESSAGES": "C", "KBUILD_BUILD_TIMESTAMP": "2025-01-01", "KBUILD_BUILD_USER": "reviewer", "KBUILD_BUILD_HOST": "reviewer"}
+_REPRO = {"LANG": "C", "LC_CTYPE": "C", "LC_MESSAGES": "C", "KBUILD_BUILD_TIMESTAMP": "2025-01-01", "KBUILD_BUILD_USER": "reviewer",
+          "KBUILD_BUILD_HOST": "reviewer"}
 
 
 def make_cmd(src: Path, out: Path, *targets: str, variables: tuple[str, ...] | None = None) -> list[str]:

@@ -94,7 +94,7 @@ def _write(scratch: Path, mail: Mail) -> Path:
     return path
 
 
-def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options, signoff: bool = True) -> tuple[list[Finding], str]:
+def _checkpatch(tree: Path, mails: list[Mail], scratch: Path, options: Options, *, signoff: bool = True) -> tuple[list[Finding], str]:
     dictionary = _codespell_file() if options.codespell else None
     # Without a sign-off to check there is no commit message either (a pull request): not its description.
     ignore = frozenset(t.upper() for t in options.ignore) | (frozenset() if signoff else {"COMMIT_MESSAGE"})
@@ -162,7 +162,7 @@ def _get_maintainer(series: Series, tree: Path, mails: list[Mail], paths: list[P
     note = f"get_maintainer.pl{_hits(results)}"
     sections = [per for per, _ in results]
     if not get_maintainer.mailed(series):
-        return [get_maintainer.recipients(series, [s for per in sections for s in per])], note
+        return [get_maintainer.recipients([s for per in sections for s in per])], note
     return list(get_maintainer.missing_cc([mail.patch for mail in mails], sections)), note
 
 

@@ -97,7 +97,7 @@ def _who(hits: list[tuple[Patch, Section, str | None]]) -> str:
     return f"patches {', '.join(names[:-1])} and {names[-1]} touch"
 
 
-def recipients(series: Series, sections: Iterable[Section]) -> Finding:
+def recipients(sections: Iterable[Section]) -> Finding:
     """The To (maintainers) and Cc (reviewers, lists) for the whole series, as b4 --auto-to-cc picks."""
     to: dict[str, str] = {}
     cc: dict[str, str] = {}

@@ -71,7 +71,7 @@ def _thread_blob(cwd: Path) -> bytes:
         return b""  # no such blob: the tracking data is stale
 
 
-def select(review: Review, msg: email.message.Message, series_on_first: bool) -> tuple[int | None, list[Finding]]:
+def select(review: Review, msg: email.message.Message, *, series_on_first: bool) -> tuple[int | None, list[Finding]]:
     """(patch index or None for the whole series, the findings about it) for the message MSG.
 
     Findings about the series as a whole go to the series check (the cover letter); with

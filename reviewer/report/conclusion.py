@@ -27,7 +27,7 @@ def line(review: Review, findings: Sequence[Finding], patch: int | None = None) 
         return Level.ERROR, blocked + (f" Also {_counts(rest)} below." if rest else "")
     if errors:
         more = f" (and {_count(len(warnings), 'warning')})" if warnings else ""
-        return Level.ERROR, f"{_count(len(errors), 'error', True)}{more}{_first(errors)}"
+        return Level.ERROR, f"{_count(len(errors), 'error', capital=True)}{more}{_first(errors)}"
     if warnings:
         return Level.WARNING, f"No errors; {_count(len(warnings), 'warning')}{_first(warnings)}"
     a = review.apply
@@ -55,7 +55,7 @@ def _first(found: list[Finding]) -> str:
     return f": {message}." if len(found) == 1 else f", the first: {message}."
 
 
-def _count(n: int, word: str, capital: bool = False) -> str:
+def _count(n: int, word: str, *, capital: bool = False) -> str:
     number = _WORDS.get(n, str(n)) if capital else (_WORDS[n].lower() if n in _WORDS else str(n))
     return f"{number} {word}{'s' if n != 1 else ''}"
 

@@ -48,7 +48,7 @@ def per_patch(review: Review, opts: ReplyOptions) -> list[EmailMessage]:
     s = _series(review)
     out = []
     for p in s.patches:
-        if not replybody.shown(review, opts.infos, p.index) and not _stopped_at(review, p):
+        if not replybody.shown(review, infos=opts.infos, patch=p.index) and not _stopped_at(review, p):
             continue
         refs = (*p.references, p.msgid) if p.references else ((s.msgid, p.msgid) if s.msgid != p.msgid else (p.msgid,))
         text = body(review, [p], opts, summary=False)
@@ -71,9 +71,9 @@ def body(review: Review, patches: list[Patch], opts: ReplyOptions, *, summary: b
     """SUMMARY: the reply about the whole series; else about the one patch in PATCHES."""
     s = _series(review)
     patch = None if summary else patches[0].index
-    found = replybody.shown(review, opts.infos, patch)
+    found = replybody.shown(review, infos=opts.infos, patch=patch)
     _, said = conclusion.line(review, found, patch)
-    parts = [_greeting(s), wrap(escape.text(said)), _intro(s, summary), *replybody.paragraphs(review, found, patch)]
+    parts = [_greeting(s), wrap(escape.text(said)), _intro(s, summary=summary), *replybody.paragraphs(review, found, patch)]
     if summary:
         parts += _summary(review)
     if opts.trailers:
@@ -97,7 +97,7 @@ def _greeting(s: Series) -> str:
     return escape.unforgeable(f"Hi {escape.text(first)},") if first else "Hello,"
 
 
-def _intro(s: Series, summary: bool) -> str:
+def _intro(s: Series, *, summary: bool) -> str:
     what = ("the pull request" if s.pull_request else "the series") if summary else "this patch"
     return wrap(f"I went through {what} with reviewer, an automated review tool.")
 
@@ -146,7 +146,8 @@ def _selftest_lines(review: Review) -> list[str]:
     where: dict[tuple[str, str], dict[str, str]] = {}
     for r in review.selftests:
         # A pass has a reason only when the sandbox or the guest saw more (processes left running...): never a plain pass.
-        rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s" + (f" ({r.reason})" if r.result == "pass" and r.reason else "")
+        reason = f" ({r.reason})" if r.result == "pass" and r.reason else ""
+        rows.setdefault((r.test, r.env), {})[r.tree] = f"{r.result} {r.seconds:.2f}s{reason}"
         where.setdefault((r.test, r.env), {})[r.tree] = r.where
     places = {k: shape.ran_on(w.get("base", ""), w.get("patched", "")) for k, w in where.items()}
     # One place for all (the usual case) is said once, in the heading; else each row says its own.

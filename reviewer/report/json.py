@@ -157,7 +157,8 @@ def _bench(b: BenchResult) -> dict[str, Any]:
     v = b.verdict
     return {
         "name": b.name, "env": b.env, "metric": b.metric, "unit": b.unit, "base": b.base, "patched": b.patched,
-        "ratio": round(b.ratio, 3) if b.ratio is not None else None, "runs": b.runs, "spread": round(b.spread, 3), "note": b.note, "stalled": b.stalled,
+        "ratio": round(b.ratio, 3) if b.ratio is not None else None, "runs": b.runs, "spread": round(b.spread, 3),
+        "note": b.note, "stalled": b.stalled,
         "verdict": str(v.outcome) if v else None, "test": str(v.method) if v and v.method else None,
         "p": float(f"{v.p:.3g}") if v and v.p is not None else None, "verdict_text": v.text if v else None,
         "threshold": v.limit if v else None, "where": b.where, **b.figures(),

@@ -88,7 +88,8 @@ def recipients(s: Series, to: tuple[str, ...], cc: tuple[str, ...], policy: Repl
     """(To, Cc): the author first (and whoever sent a patch on an author's behalf); then the
     thread's To/Cc as POLICY says, without duplicates or the sender."""
     seen = {email.utils.parseaddr(sender)[1].lower()}
-    out_to = _unique([str(s.author), *(str(p.sender) for p in s.patches if p.sender), *(str(p.author) for p in s.patches if p.sender)], seen)
+    out_to = _unique([str(s.author), *(str(p.sender) for p in s.patches if p.sender),
+                      *(str(p.author) for p in s.patches if p.sender)], seen)
     wanted = {ReplyPolicy.AUTHOR: (), ReplyPolicy.LIST: to, ReplyPolicy.ALL: (*to, *cc)}[policy]
     return [escape.text(a) for a in out_to], [escape.text(a) for a in _unique(list(wanted), seen)]
 

@@ -25,7 +25,7 @@ def command() -> str | None:
     return None if pager.strip() in ("", "cat") else pager
 
 
-def show(console: Console, render: Callable[[], None], enabled: bool) -> None:
+def show(console: Console, render: Callable[[], None], *, enabled: bool) -> None:
     """RENDER's output on CONSOLE, through the pager when ENABLED and it is taller than the terminal."""
     cmd = command() if enabled else None
     if cmd is None:

@@ -28,7 +28,7 @@ TRAILER_RULES = frozenset({
 })
 
 
-def shown(review: Review, infos: bool, patch: int | None = None) -> list[Finding]:
+def shown(review: Review, *, infos: bool, patch: int | None = None) -> list[Finding]:
     """The findings a reply talks about: errors and warnings, infos when asked; PATCH: only that patch's."""
     return [f for f in review.findings if (infos or f.level is not Level.INFO) and (patch is None or f.patch == patch)]
 

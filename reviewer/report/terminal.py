@@ -214,7 +214,8 @@ def _benchmarks(review: Review) -> Table:
         # The stages' verdict (beyond --slower-than and beyond the noise); a row never judged marks the bare ratio.
         slower = b.slower if b.verdict is not None else b.ratio is not None and b.ratio > review.slower_than
         ratio = Text(f"{b.ratio:.2f}x", style="bold red" if slower else "") if b.ratio is not None else Text("-")
-        verdict = Text(b.verdict.text, style="bold red" if slower else "dim" if not b.verdict.significant else "") if b.verdict else Text("-")
+        style = "bold red" if slower else "dim" if b.verdict and not b.verdict.significant else ""
+        verdict = Text(b.verdict.text, style=style) if b.verdict else Text("-")
         if b.stalled:
             verdict.append(f"\n{b.stalled}", style="dim")
         table.add_row(b.name, b.env, b.metric, _num(b.base), _num(b.patched), ratio, str(b.runs), f"{b.spread:.0%}", verdict, b.where)
@@ -233,7 +234,8 @@ _LOGS_IN = re.compile(r"; (?P<what>output|console logs) in (?P<path>\S.*)$")
 
 def _selftest_logs(review: Review) -> list[RenderableType]:
     paths = [m["path"] for st in review.stages if st.name == "selftests" and (m := _LOGS_IN.search(st.detail))]
-    return [part for path in paths for part in (Text.assemble(("Logs", "bold"), f"  {escape.text(path)} (the selftests' output)"), Text(""))]
+    return [part for path in paths for part in (Text.assemble(("Logs", "bold"), f"  {escape.text(path)} (the selftests' output)"),
+                                                Text(""))]
 
 
 def _stages(review: Review) -> Table:

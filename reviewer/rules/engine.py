@@ -302,7 +302,7 @@ def _line_regex(req: Requirement, caps: dict[str, str], index: _Index) -> re.Pat
 
 # --- templates -----------------------------------------------------------------------------
 
-def interpolate(template: str, caps: dict[str, str], regex: bool,
+def interpolate(template: str, caps: dict[str, str], *, regex: bool,
                 aliases: Mapping[str, Mapping[str, tuple[str, ...]]] | None = None) -> str:
     """Fill {name}: escaped in a regex (any of its ALIASES too); a capture the trigger did not set matches any path segment."""
     def fill(m: re.Match[str]) -> str:

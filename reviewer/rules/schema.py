@@ -122,7 +122,7 @@ class _Table:
         where = f"{self.where}: {key}" if key else self.where
         raise ConfigError(f"{where}: {text}", HINT)
 
-    def get(self, key: str, kind: type, default: Any = None, required: bool = False) -> Any:
+    def get(self, key: str, kind: type, default: Any = None, *, required: bool = False) -> Any:
         self.seen.add(key)
         if key not in self.data:
             if required:
@@ -149,7 +149,7 @@ class _Table:
     def tables(self, key: str) -> list[Any]:
         return list(self.get(key, list, []))
 
-    def regex(self, key: str, required: bool = False) -> re.Pattern[str] | None:
+    def regex(self, key: str, *, required: bool = False) -> re.Pattern[str] | None:
         text: str | None = self.get(key, str, required=required)
         return None if text is None else self.compile(key, text)
 
@@ -285,7 +285,7 @@ def _check_requirement(table: _Table, req: Requirement) -> None:
         table.fail("cannot be combined with removed_line (a base tree has no removed lines)", "or_in_base")
 
 
-def _template(table: _Table, key: str, rule: Rule, required: bool = False, regex: bool = True) -> str | None:
+def _template(table: _Table, key: str, rule: Rule, *, required: bool = False, regex: bool = True) -> str | None:
     text: str | None = table.get(key, str, required=required)
     if text is None:
         return None
@@ -309,7 +309,8 @@ def _selftests(top: _Table) -> tuple[str, ...]:
 
 
 def _in_kernel_tests(top: _Table) -> tuple[InKernelTest, ...]:
-    tests = tuple(_in_kernel_test(_Table(f"{top.where}: [[in_kernel_test]] #{n}", t)) for n, t in enumerate(top.tables("in_kernel_test"), 1))
+    tests = tuple(_in_kernel_test(_Table(f"{top.where}: [[in_kernel_test]] #{n}", t))
+                  for n, t in enumerate(top.tables("in_kernel_test"), 1))
     names = [t.name for t in tests]
     for name in names:
         if names.count(name) > 1:
@@ -333,7 +334,7 @@ def _in_kernel_test(table: _Table) -> InKernelTest:
     return test
 
 
-def _symbol(table: _Table, key: str, text: str, negate: bool = False) -> str:
+def _symbol(table: _Table, key: str, text: str, *, negate: bool = False) -> str:
     """A Kconfig symbol as the kernel's Kconfig spells it (FOO_KUNIT_TEST); "!FOO" where NEGATE allows it."""
     bare = text[1:] if negate and text.startswith("!") else text
     if bare.startswith("CONFIG_"):

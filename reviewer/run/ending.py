@@ -127,7 +127,7 @@ def _clean_up(state: State) -> None:
             leftovers.drop(state.run_dir, deadline)
 
 
-def _on_signal(signum: int, frame: FrameType | None) -> None:
+def _on_signal(signum: int, _frame: FrameType | None) -> None:
     state = _STATE
     if state.signum is None:
         state.signum, state.at = signum, time.monotonic()

@@ -118,7 +118,8 @@ class Sandbox:
                     _give(t, uid, keep_top=True)
                     self._given.add(t)
             _give(scratch, uid, keep_top=False)
-        plan = layout(uid, trees, [p.resolve() for p in readable], scratch, _homes(), [*_git_dirs(trees), *(GitDir(p.resolve()) for p in hide)])
+        hidden = [*_git_dirs(trees), *(GitDir(p.resolve()) for p in hide)]
+        plan = layout(uid, trees, [p.resolve() for p in readable], scratch, _homes(), hidden)
         inner = [tools["prlimit"], f"--nproc={PROCESS_LIMIT}", f"--as={MEMORY_LIMIT}", "--core=0", "--",
                  tools["unshare"], "-r", "-n", *ENVS[env_name], "--", *map(str, argv)]
         return _Run(plan).go(tools, uid, inner, cwd.resolve(), self.env(), timeout)

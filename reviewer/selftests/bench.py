@@ -77,8 +77,9 @@ def measure(bench: Benchmark, trees: dict[str, Path], envs: Sequence[str], sandb
         for i, stall in stalls(bench, side):
             done[label][i] = once(label, f"run {i + 1} again: it stalled")
             again = [s for n, s in stalls(bench, done[label]) if n == i and s.env == stall.env]
-            stalled.setdefault((stall.env, stall.metric), []).append(f"{label} run {i + 1} stalled ({stall.metric} {stall.value:.3g} {bench.unit}, {stall.times:.1f}x "
-                                    f"its other runs): measured again{f', and stalled again ({again[0].times:.1f}x)' if again else ''}")
+            stalled.setdefault((stall.env, stall.metric), []).append(
+                f"{label} run {i + 1} stalled ({stall.metric} {stall.value:.3g} {bench.unit}, {stall.times:.1f}x "
+                f"its other runs): measured again{f', and stalled again ({again[0].times:.1f}x)' if again else ''}")
     load = hostload.since(before)
     samples: dict[str, dict[str, dict[str, list[float]]]] = {env: {label: {} for label in trees} for env in envs}
     notes: dict[str, list[str]] = {env: [] for env in envs}
@@ -119,7 +120,8 @@ def stalls(bench: Benchmark, side: Sequence[dict[str, TestRun]]) -> list[tuple[i
     found = []
     for i, mine in enumerate(figs):
         worse = [Stall(env, metric, value, times) for env, metrics in mine.items() for metric, value in metrics.items()
-                 if (times := _times(bench, value, [f[env][metric] for j, f in enumerate(figs) if j != i and metric in f.get(env, {})])) > STALL]
+                 if (times := _times(bench, value, [f[env][metric] for j, f in enumerate(figs)
+                                                    if j != i and metric in f.get(env, {})])) > STALL]
         if worse:
             found.append((i, worse[0]))
     return found

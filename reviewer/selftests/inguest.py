@@ -78,7 +78,7 @@ def boot(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox:
     jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
     log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
     booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch)
-    return Booted(label, starts, tuple(items), booted, True, tag)
+    return Booted(label, starts, tuple(items), booted, image=True, tag=tag)
 
 
 def judge(kernels: Kernels, b: Booted, known: frozenset[str] = frozenset()) -> Batch:
@@ -93,7 +93,7 @@ def judge(kernels: Kernels, b: Booted, known: frozenset[str] = frozenset()) -> B
         if isinstance(s, TestRun):
             runs.append(s)
         elif (r := got.get(id(s))) is not None:
-            run, notes = _left(outcome(s, r.output, r.returncode, r.seconds, r.timed_out), r)
+            run, notes = _left(outcome(s, r.output, r.returncode, r.seconds, timed_out=r.timed_out), r)
             runs.append(run)
             seen += [on_test(run.test, b.label, run.env, f"{SELFTESTS}/{item.ref.dir}/{item.ref.name}", note) for note in notes]
         else:
@@ -172,5 +172,6 @@ def _faults(booted: guest.GuestRun) -> list[tuple[str, str, tuple[str, ...]]]:
     elif not out and booted.returncode is None:  # never started (guest.run says why)
         out.append(("start", f": {console.last_line(booted.console).removeprefix('reviewer: ')}", ()))
     elif not out and any(r is None for r in booted.ran):
-        out.append((booted.runner, f": {booted.runner} exited ({booted.returncode}) before the tests ended: {console.last_line(booted.console)}", tail))
+        out.append((booted.runner, f": {booted.runner} exited ({booted.returncode}) before the tests ended: "
+                                   f"{console.last_line(booted.console)}", tail))
     return out

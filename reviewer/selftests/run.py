@@ -171,7 +171,7 @@ def run_observed(
     done = sandbox.run(start.argv, cwd=start.cwd, timeout=start.limit, env_name=env, tree=wt)
     seen = _seen(done, f"was cut short at {start.limit:g}s by --test-timeout (its settings file asks for {_asked(start.asked)})"
                  if done.timed_out and start.cut else "")
-    got = outcome(start, done.output, done.returncode, done.seconds, done.timed_out)
+    got = outcome(start, done.output, done.returncode, done.seconds, timed_out=done.timed_out)
     if seen and got.result is not ktap.Result.TIMEOUT:  # never a plain pass: the table says what the sandbox saw
         got = replace(got, reason="; ".join(x for x in (got.reason, "sandbox: " + ", ".join(short for short, _ in seen)) if x))
     return Observed(got, tuple(long for _, long in seen))
@@ -212,11 +212,12 @@ def prepare(wt: Path, ref: TestRef, *, tree: str, env: str, args: Sequence[str] 
     return Start(name, tree, env, (*argv, *args), program.parent, asked if timeout else min(asked, cap), asked)
 
 
-def outcome(start: Start, output: str, returncode: int | None, seconds: float, timed_out: bool) -> TestRun:
+def outcome(start: Start, output: str, returncode: int | None, seconds: float, *, timed_out: bool) -> TestRun:
     """The run of START from what it printed and how it ended, as kselftest's runner reads it (0 pass, 4 skip)."""
     log = ktap.parse(output)
     if timed_out:
-        why = f"killed after {start.limit:g}s" + (f" (--test-timeout; its settings file asks for {_asked(start.asked)})" if start.cut else "")
+        note = f" (--test-timeout; its settings file asks for {_asked(start.asked)})" if start.cut else ""
+        why = f"killed after {start.limit:g}s{note}"
         return TestRun(start.name, start.tree, start.env, ktap.Result.TIMEOUT, seconds, why, output, log.tests)
     result = {0: ktap.Result.PASS, 4: ktap.Result.SKIP}.get(returncode or 0, ktap.Result.FAIL)
     reason = "" if result is ktap.Result.PASS else _reason(returncode, log, output)

@@ -85,7 +85,8 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
             for ref in refs:
                 for label, per in lists.items():
                     progress.advance(f"{ref} on {label} ({env})")
-                    if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], ref in asked, plan.test_timeout)) is not None:
+                    if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], asked=ref in asked,
+                                      cap=plan.test_timeout)) is not None:
                         runs.append(o.run)
                         seen += [on_test(o.run.test, label, env, f"{SELFTESTS}/{ref.dir}/{ref.name}", note) for note in o.notes]
     else:
@@ -94,7 +95,7 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
             asks[label] = []
             for env in plan.envs:
                 for ref in refs:
-                    if (skip := _unlisted_skip(ref, label, env, per[ref.dir], ref in asked)) is not None:
+                    if (skip := _unlisted_skip(ref, label, env, per[ref.dir], asked=ref in asked)) is not None:
                         runs += [skip] if isinstance(skip, TestRun) else []
                     else:
                         asks[label].append(inguest.Item(ref, env))
@@ -181,10 +182,12 @@ def host_caveat(touched: Iterable[str], runs: Iterable[TestRun], where: Decision
     alike = f"the selftests ran on this machine's kernel ({ran[0].where.removeprefix('host ')}) for base and patched alike"
     changes = f"the series' kernel changes ({', '.join(kernel[:2])}{more})"
     if where is not None and where.missing:  # a guest was called for: never a silent fall-back
-        return Finding(f"{RULE}/host-kernel", Level.INFO, f"{changes} were not tested: {alike}, not in the series' kernels: {where.missing}",
+        return Finding(f"{RULE}/host-kernel", Level.INFO,
+                       f"{changes} were not tested: {alike}, not in the series' kernels: {where.missing}",
                        hint=_root_hint(where) if where.root is not None else where.fix or None)
     return Finding(f"{RULE}/host-kernel", Level.INFO, f"{alike}: {changes} are not in the kernel they tested",
-                   hint=f"not in the series' kernels: {where.why}" if where is not None else "--run-on vm runs them in kernels built from the series")
+                   hint=f"not in the series' kernels: {where.why}" if where is not None
+                   else "--run-on vm runs them in kernels built from the series")
 
 
 def _root_hint(where: Decision) -> str:
@@ -230,15 +233,16 @@ def _expand(chosen: Iterable[Chosen], lists: dict[str, dict[str, RunList]]) -> l
     return list(dict.fromkeys(refs))
 
 
-def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, asked: bool, cap: float) -> Observed | None:
+def _run_one(wt: Path, ref: TestRef, label: str, env: str, sandbox: Sandbox, listed: RunList, *, asked: bool,
+             cap: float) -> Observed | None:
     """Run REF on one tree if it was asked for or is in that tree's run list; None if the list could not be read."""
-    skip = _unlisted_skip(ref, label, env, listed, asked)
+    skip = _unlisted_skip(ref, label, env, listed, asked=asked)
     if skip is None:
         return run_observed(wt, ref, tree=label, env=env, sandbox=sandbox, cap=cap)
     return Observed(skip) if isinstance(skip, TestRun) else None
 
 
-def _unlisted_skip(ref: TestRef, label: str, env: str, listed: RunList, asked: bool) -> TestRun | bool | None:
+def _unlisted_skip(ref: TestRef, label: str, env: str, listed: RunList, *, asked: bool) -> TestRun | bool | None:
     """None: REF runs on this tree (asked for, or in its run list); else the SKIP that says why not, or
     False when the list could not be read (the tree's "run list" ERROR says why nothing of it runs)."""
     assert ref.name is not None
@@ -269,7 +273,8 @@ def _list_findings(lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:
         for d, listed in per.items():
             if listed.error:
                 fine_on_base = label == "patched" and "base" in lists and not lists["base"][d].error
-                yield Finding(RULE, Level.ERROR if fine_on_base else Level.WARNING, f"the tests of {d} were not run on the {label} tree: {listed.error}")
+                yield Finding(RULE, Level.ERROR if fine_on_base else Level.WARNING,
+                              f"the tests of {d} were not run on the {label} tree: {listed.error}")
 
 
 def _unlisted(asked: dict[TestRef, tuple[str, ...]], lists: dict[str, dict[str, RunList]]) -> Iterable[Finding]:

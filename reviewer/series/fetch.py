@@ -37,7 +37,7 @@ _PREREQ = re.compile(r"^prerequisite-(?:patch-id|message-id|change-id|base-commi
 
 
 @contextlib.contextmanager
-def _b4_quiet(debug: bool = False) -> Iterator[None]:
+def _b4_quiet(*, debug: bool = False) -> Iterator[None]:
     """Keep b4 off the network and quiet, and turn its sys.exit into InputError."""
     logger = logging.getLogger("b4")
     saved = (b4.can_network, logger.level, logger.propagate)
@@ -144,13 +144,13 @@ class _Thread:
         return out
 
 
-def build_series(msgs: list[Message], source: str, revision: int | None = None, debug: bool = False) -> Series:
+def build_series(msgs: list[Message], source: str, revision: int | None = None, *, debug: bool = False) -> Series:
     """Thread MSGS with b4, pick REVISION (default: newest), convert to a Series.
 
     Postings b4 would merge (reposts, resends) and follow-up patches are told apart first
     (reviewer/series/postings.py); b4 then sees only the posting reviewed of each revision.
     """
-    with _b4_quiet(debug):
+    with _b4_quiet(debug=debug):
         msgs = ensure_msgids(msgs)
         for msg in msgs:
             mailnorm.normalise(msg)
@@ -168,7 +168,8 @@ def build_series(msgs: list[Message], source: str, revision: int | None = None, 
             raise InputError(f"{source}: no patches found", "give an mbox, a format-patch directory or a git range that holds patches")
         if revision is not None and revision not in revisions:
             have = ", ".join(f"v{r}" for r in revisions)
-            raise InputError(f"{source}: there is no v{revision} of this series (found {have})", "pick one of the revisions found with --revision")
+            raise InputError(f"{source}: there is no v{revision} of this series (found {have})",
+                             "pick one of the revisions found with --revision")
         lser = mbx.get_series(revision, codereview_trailers=False)
         if lser is None:
             raise InputError(f"{source}: every patch of the series is missing", "fetch the whole thread")

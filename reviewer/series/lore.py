@@ -377,7 +377,8 @@ def _gunzip(url: str, data: bytes) -> bytes:
     try:
         return gzip.decompress(data)
     except (OSError, EOFError, zlib.error) as exc:
-        raise FetchError(f"{url}: the download is corrupt ({exc or 'truncated gzip data'})", "try again later, or with --no-cache") from None
+        raise FetchError(f"{url}: the download is corrupt ({exc or 'truncated gzip data'})",
+                         "try again later, or with --no-cache") from None
 
 
 def _mbox(url: str, data: bytes) -> bytes:

@@ -52,14 +52,14 @@ def text_of(part: Message) -> str | None:
         text = payload.decode(part.get_content_charset() or "utf-8", errors="replace")
     except (LookupError, ValueError):
         text = payload.decode("utf-8", errors="replace")
-    return unflow(text, str(part.get_param("delsp", "")).lower() == "yes") if _flowed(part) else text
+    return unflow(text, delsp=str(part.get_param("delsp", "")).lower() == "yes") if _flowed(part) else text
 
 
 def _flowed(part: Message) -> bool:
     return part.get_content_type() == "text/plain" and str(part.get_param("format", "")).lower() == "flowed"
 
 
-def unflow(text: str, delsp: bool = False) -> str:
+def unflow(text: str, *, delsp: bool = False) -> str:
     """RFC 3676 section 4: unstuff, then join each soft-broken line with the next of the same quote depth."""
     out: list[str] = []
     carry: tuple[int, str] | None = None  # (quote depth, the paragraph so far) of a line that continues

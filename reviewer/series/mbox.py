@@ -38,7 +38,7 @@ def lines(text: str) -> list[str]:
     return parts[:-1] if parts and parts[-1] == "" else parts
 
 
-def patch_head(patch: Patch, dated: bool = True) -> list[str]:
+def patch_head(patch: Patch, *, dated: bool = True) -> list[str]:
     """The lines of PATCH's mail before its diff, as `git format-patch` writes them: the headers (with
     Date: when DATED and known), a blank line, the commit message and `---`. Headers are UTF-8 as
     they are (8bit), not RFC 2047 words: git mailinfo and checkpatch.pl read them so."""
@@ -56,8 +56,8 @@ def patch_head(patch: Patch, dated: bool = True) -> list[str]:
     ]
 
 
-def patch_mail(patch: Patch, dated: bool = True) -> bytes:
+def patch_mail(patch: Patch, *, dated: bool = True) -> bytes:
     """PATCH as the one mail `git am` gets for it (the apply cache's key hashes exactly this): its Date:
     makes the applied commit's id the same on every run (the boot stage's image cache is keyed by it)."""
-    text = "\n".join([*patch_head(patch, dated), *lines(patch.diff)]) + "\n"
+    text = "\n".join([*patch_head(patch, dated=dated), *lines(patch.diff)]) + "\n"
     return text.encode("utf-8", errors="surrogateescape")

@@ -94,7 +94,8 @@ def _with_closing_line(diff: str) -> str:
     return diff + "\n" if lacks_one and diff.endswith("\n") else diff
 
 
-_DIFFSTAT = re.compile(r"^ (\S.*\|\s+(\d+ ?[+-]*|Bin .*)|\d+ files? changed.*|(create|delete) mode \d+ .*|rename .*\(\d+%\)|copy .*\(\d+%\)|mode change .*)$")
+_DIFFSTAT = re.compile(r"^ (\S.*\|\s+(\d+ ?[+-]*|Bin .*)|\d+ files? changed.*|(create|delete) mode \d+ .*"
+                       r"|rename .*\(\d+%\)|copy .*\(\d+%\)|mode change .*)$")
 
 
 def notes(body: str) -> str:

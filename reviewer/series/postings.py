@@ -98,7 +98,7 @@ def select(mails: Iterable[Mail]) -> Selection:
     """Split MAILS into postings and follow-up patches; choose a posting per revision."""
     by_id = {m.msgid: m for m in mails}
     patchlike = [m for m in by_id.values() if m.kind is not Kind.OTHER]
-    followups = _followups(patchlike, by_id)
+    followups = _followups(patchlike)
     skip = {f.mail.msgid for f in followups}
     members = {m.msgid: m for m in patchlike if m.msgid not in skip}
     postings = _postings(members)
@@ -113,7 +113,7 @@ def _parent(mail: Mail, among: dict[str, Mail]) -> Mail | None:
     return None
 
 
-def _followups(patchlike: list[Mail], by_id: dict[str, Mail]) -> list[Followup]:
+def _followups(patchlike: list[Mail]) -> list[Followup]:
     """Unnumbered, unversioned patches in reply to a patch of another subject (through replies too)."""
     found = []
     known = {m.msgid: m for m in patchlike}

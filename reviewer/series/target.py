@@ -118,23 +118,23 @@ class Remote:
         return self.cache_minutes * 60 if self.cache_minutes is not None else cache.FRESH_SECONDS
 
 
-def load(target: Target, cwd: Path, revision: int | None = None, debug: bool = False, remote: Remote | None = None) -> Series:
+def load(target: Target, cwd: Path, revision: int | None = None, *, debug: bool = False, remote: Remote | None = None) -> Series:
     """Read the messages TARGET names and build the series from them."""
     if target.kind is Kind.MSGID:
         assert target.ref is not None
         msgs = _fetch(target.ref, remote or Remote(), cwd)
-        series = fetch.build_series(msgs, target.text, revision, debug)
+        series = fetch.build_series(msgs, target.text, revision, debug=debug)
         if series.revisions and series.version < max(series.revisions):
             log.info("note: a newer revision of this series exists (v%d); reviewing v%d as asked", max(series.revisions), series.version)
         return series
     if target.kind is Kind.RANGE:
         msgs, base = range_messages(cwd, target.text)
-        series = fetch.build_series(msgs, target.text, revision, debug)
+        series = fetch.build_series(msgs, target.text, revision, debug=debug)
         return series if series.base_commit else _with_base(series, base)
     msgs = _read(target)
     if not msgs:
         raise InputError(f"{target.text}: empty input, no mail in it", "give an mbox or format-patch output holding a patch series")
-    return fetch.build_series(msgs, target.text, revision, debug)
+    return fetch.build_series(msgs, target.text, revision, debug=debug)
 
 
 def _fetch(ref: msgid.MsgRef, remote: Remote, cwd: Path) -> list[fetch.Message]:
@@ -246,7 +246,8 @@ def range_messages(cwd: Path, spec: str) -> tuple[list[fetch.Message], str]:
     try:
         repo = git.Repo(cwd, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
-        raise InputError(f"{spec}: not a file, a Message-ID, and {cwd} is not a git repository", "give an mbox or directory, or run in (or -C) the kernel tree") from exc
+        raise InputError(f"{spec}: not a file, a Message-ID, and {cwd} is not a git repository",
+                         "give an mbox or directory, or run in (or -C) the kernel tree") from exc
     start, end = _split_range(spec)
     base = _resolve(repo, start, spec)
     tip = _resolve(repo, end, spec)
@@ -272,7 +273,8 @@ def _resolve(repo: git.Repo, rev: str, spec: str) -> str:
     try:
         return repo.commit(rev).hexsha
     except (git.BadName, ValueError) as exc:
-        raise InputError(f"{spec}: unknown revision {rev!r} in {repo.working_dir}", "check the range with `git log --oneline RANGE`") from exc
+        raise InputError(f"{spec}: unknown revision {rev!r} in {repo.working_dir}",
+                         "check the range with `git log --oneline RANGE`") from exc
 
 
 def _split_stdout_mbox(text: str) -> list[fetch.Message]:

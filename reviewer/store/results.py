@@ -50,12 +50,12 @@ class CacheUse:
     write: bool = True
 
     @classmethod
-    def of(cls, no_cache: bool, enabled: bool = True) -> CacheUse:
+    def of(cls, *, no_cache: bool, enabled: bool = True) -> CacheUse:
         """--no-cache recomputes (and stores); reviewer.resultCache=false neither reads nor writes."""
         return cls(read=enabled and not no_cache, write=enabled)
 
 
-OFF = CacheUse(False, False)
+OFF = CacheUse(read=False, write=False)
 
 
 def directory() -> Path:

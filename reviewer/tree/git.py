@@ -35,7 +35,7 @@ def call(repo: Path, *args: str, check: bool = False, input: str | bytes | None 
     hooks are (`rev-parse --git-path hooks/pre-push`); it runs no hook. PROMPT: git may ask on the
     terminal (`git credential fill` asks for a password, as git send-email lets it)."""
     base = {k: v for k, v in ENV.items() if not (prompt and k == "GIT_TERMINAL_PROMPT")}
-    return run(["git", "-C", str(repo), *_options(user_hooks), *args], env={**base, **(env or {})}, input=input, check=check,
+    return run(["git", "-C", str(repo), *_options(user_hooks=user_hooks), *args], env={**base, **(env or {})}, input=input, check=check,
                timeout=timeout)
 
 
@@ -78,5 +78,5 @@ def has_commit(tree: Path, rev: str, timeout: float = TIMEOUT) -> bool:
     return ok(tree, "cat-file", "-e", f"{rev}^{{commit}}", timeout=timeout)
 
 
-def _options(user_hooks: bool) -> tuple[str, ...]:
+def _options(*, user_hooks: bool) -> tuple[str, ...]:
     return NO_HOOKS[2:] if user_hooks else NO_HOOKS  # the user's hooks path kept; still no fsmonitor, no auto maintenance

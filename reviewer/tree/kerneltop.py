@@ -16,7 +16,7 @@ TOP = ("Makefile", "MAINTAINERS", "arch/")  # a trailing / marks a directory
 
 def missing(tree: Path) -> list[str]:
     """Which of TOP TREE lacks: in its work tree, or for a bare repository in its HEAD commit."""
-    lacks = [name for name in TOP if not _present(tree / name.rstrip("/"), name.endswith("/"))]
+    lacks = [name for name in TOP if not _present(tree / name.rstrip("/"), directory=name.endswith("/"))]
     if lacks and tree_git.read(tree, "rev-parse", "--is-bare-repository", timeout=30) == "true":
         # `<mode> <type> <object>\t<name>` per entry: a directory is a tree.
         entries = (line.split("\t", 1) for line in tree_git.read(tree, "ls-tree", "HEAD", timeout=30).splitlines())
@@ -25,7 +25,7 @@ def missing(tree: Path) -> list[str]:
     return lacks
 
 
-def _present(path: Path, directory: bool) -> bool:
+def _present(path: Path, *, directory: bool) -> bool:
     return path.is_dir() if directory else path.is_file()
 
 

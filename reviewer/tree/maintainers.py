@@ -71,7 +71,7 @@ class Entry:
     def covers(self, path: str, is_dir: IsDir | None = None) -> bool:
         """Whether get_maintainer.pl names this entry for PATH (`dir/` for a directory); IS_DIR as in
         `Maintainers.covering`."""
-        named = any(p.matches(path, is_dir) for p in self._files) or any(_search(n, path, re.X, False) for n in self._names)
+        named = any(p.matches(path, is_dir) for p in self._files) or any(_search(n, path, re.X, anchored=False) for n in self._names)
         return named and not any(p.matches(path, is_dir) for p in self._excluded)
 
     @cached_property
@@ -114,7 +114,8 @@ class _Pattern(NamedTuple):
 def _pattern(value: str) -> _Pattern:
     regex = value.replace(".", "\\.").replace("*", ".*").replace("?", ".")
     if not _SPECIAL.intersection(value):  # most values: a plain path, perhaps with dots
-        return _Pattern(value, regex, value, True, value.endswith("/"), not value.endswith("/") and "." not in value)
+        return _Pattern(value, regex, value, literal=True, recursive=value.endswith("/"),
+                        maybe_dir=not value.endswith("/") and "." not in value)
     head = _HEAD.match(regex)
     assert head is not None  # it matches the empty string
     prefix, rest = head[0].replace("\\.", "."), regex[head.end() :]
@@ -135,7 +136,7 @@ def _compiled(regex: str, flags: int) -> re.Pattern[str] | None:
         return None
 
 
-def _search(regex: str, path: str, flags: int = 0, anchored: bool = True) -> bool:
+def _search(regex: str, path: str, flags: int = 0, *, anchored: bool = True) -> bool:
     compiled = _compiled(("^" if anchored else "") + regex, flags)
     return compiled is not None and compiled.search(path) is not None
 

@@ -84,28 +84,31 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
     (--arch). A VM this machine cannot boot says what is missing."""
     kernel = kernel_paths(touched)
     if asked == "host":
-        return Decision(False, "--run-on host")
+        return Decision(vm=False, why="--run-on host")
     if asked == "auto" and not kernel:
-        return Decision(False, "the series changes nothing the kernel is built from")
+        return Decision(vm=False, why="the series changes nothing the kernel is built from")
     why = "--run-on vm" if asked == "vm" else f"the series changes the kernel ({_some(kernel)})"
     name = only[0] if only else series_arch(touched)
     g = GUESTS.get(name) or BY_DIR.get(name)
     if g is None:
-        return Decision(False, why, UNBOOTABLE.get(name) or UNBOOTABLE.get(TARGETS[name].srcarch if name in TARGETS else "")
-                        or f"the tool boots no {name} guests yet (its guests: {', '.join(GUESTS)})")
+        unbootable = UNBOOTABLE.get(name) or UNBOOTABLE.get(TARGETS[name].srcarch if name in TARGETS else "")
+        return Decision(vm=False, why=why, missing=unbootable or f"the tool boots no {name} guests yet (its guests: {', '.join(GUESTS)})")
     if not (tree / "arch" / g.srcarch / "Makefile").is_file():
-        return Decision(False, why, f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
+        return Decision(vm=False, why=why, missing=f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
     tools = _tools(g)
     if missing := [t for t in tools if tool(t) is None]:
-        return Decision(False, why, f"booting a {g.name} guest needs {', '.join(missing)}", fix=install(tools[t] for t in missing))
+        return Decision(vm=False, why=why, missing=f"booting a {g.name} guest needs {', '.join(missing)}",
+                        fix=install(tools[t] for t in missing))
     if firmware := [(f, pkg) for f, pkg in g.firmware if not Path(f).is_file()]:
-        return Decision(False, why, f"booting a {g.name} guest needs QEMU's firmware {', '.join(f for f, _ in firmware)}",
+        needs = ", ".join(f for f, _ in firmware)
+        return Decision(vm=False, why=why, missing=f"booting a {g.name} guest needs QEMU's firmware {needs}",
                         fix=install(pkg for _, pkg in firmware))
     if not g.native and not (libc := Path("/usr") / g.target.cross.rstrip("-") / "include" / "stdio.h").is_file():
-        return Decision(False, why, f"building the tests for {g.name} needs {libc}", fix=install([f"libc6-dev-{g.deb}-cross"]))
+        return Decision(vm=False, why=why, missing=f"building the tests for {g.name} needs {libc}",
+                        fix=install([f"libc6-dev-{g.deb}-cross"]))
     if not root.ready(g):
-        return Decision(False, why, f"no {g.deb} guest root at {root.location(g)}", fix=root.command(g), root=g)
-    return Decision(True, why, arch=g)
+        return Decision(vm=False, why=why, missing=f"no {g.deb} guest root at {root.location(g)}", fix=root.command(g), root=g)
+    return Decision(vm=True, why=why, arch=g)
 
 
 def make_root(d: Decision, say: Callable[[str], None]) -> Decision:
@@ -121,7 +124,7 @@ def make_root(d: Decision, say: Callable[[str], None]) -> Decision:
     except ConfigError as exc:
         return replace(d, missing=f"{d.missing}, and making it failed: {exc.message}", fix=exc.hint or "", root=None)
     say(f"made the {g.deb} guest root {made} in {time.monotonic() - start:.0f}s")
-    return Decision(True, d.why, arch=g)
+    return Decision(vm=True, why=d.why, arch=g)
 
 
 def install(packages: Iterable[str]) -> str:
@@ -197,11 +200,12 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
             side = kernel.build(git, commit, label, fragment, cache, timeout, arch)
             b = side.build
             images[label] = b.image if b.ok else None
-            runs.append(TestRun("vm:kernel-build", label, "-", _result(b.ok), b.seconds, b.error, b.log,
+            runs.append(TestRun("vm:kernel-build", label, "-", _result(ok=b.ok), b.seconds, b.error, b.log,
                                 where=f"built {commit[:12]} {arch.name}"))
             if not b.ok:
                 f = kconfig.build_finding(b, label, "for the tests")
-                findings.append(f if label == "patched" else Finding(RULE, Level.WARNING, f.message + ": its tests were not run", path=f.path, line=f.line))
+                findings.append(f if label == "patched" else Finding(RULE, Level.WARNING, f.message + ": its tests were not run",
+                                                                     path=f.path, line=f.line))
             dropped += [p for p in b.problems if p not in dropped]
     if dropped:
         findings.append(Finding(RULE, Level.INFO, f"the guest kernel does not have {len(dropped)} line(s) of the fragment "
@@ -210,5 +214,5 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
     return Prepared(images, tuple(runs), tuple(findings), fragment)
 
 
-def _result(ok: bool) -> ktap.Result:
+def _result(*, ok: bool) -> ktap.Result:
     return ktap.Result.PASS if ok else ktap.Result.ERROR

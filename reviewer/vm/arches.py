@@ -53,9 +53,9 @@ class GuestArch:
     def target(self) -> Target:
         return host() if self.native else TARGETS[self.name]
 
-    def make_vars(self, ccache: bool) -> tuple[str, ...]:
+    def make_vars(self, *, ccache: bool) -> tuple[str, ...]:
         """make's variables for the kernel (ccache in front of the compiler when installed)."""
-        return self.target.variables(ccache)
+        return self.target.variables(ccache=ccache)
 
     def test_vars(self) -> tuple[str, ...]:
         """make's variables for the selftests: none natively, else ARCH= and CROSS_COMPILE= (and static
@@ -74,7 +74,8 @@ GUESTS: dict[str, GuestArch] = {g.name: g for g in (
               firmware=(("/usr/share/seabios/bios-256k.bin", "seabios"),)),
     GuestArch("ppc64le", "powerpc", ("PPC64", "PPC_BOOK3S_64", "CPU_LITTLE_ENDIAN", "POWERPC64_CPU", "PPC_PSERIES", "ALTIVEC",
                                      "VSX", "PPC_RADIX_MMU", "HVC_CONSOLE", "PPC_OF_BOOT_TRAMPOLINE"),
-              "vmlinux", "vmlinux", "qemu-system-ppc64", "ppc64el", "qemu-system-ppc", firmware=((f"{QEMU_DATA}/slof.bin", "qemu-system-data"),)),
+              "vmlinux", "vmlinux", "qemu-system-ppc64", "ppc64el", "qemu-system-ppc",
+              firmware=((f"{QEMU_DATA}/slof.bin", "qemu-system-data"),)),
     GuestArch("ppc32", "powerpc", ("PPC_BOOK3S_32", "PPC_PMAC", "ALTIVEC", "PPC_OF_BOOT_TRAMPOLINE", "SERIAL_PMACZILOG",
                                    "SERIAL_PMACZILOG_TTYS", "SERIAL_PMACZILOG_CONSOLE", "MACINTOSH_DRIVERS", "ADB", "ADB_CUDA",
                                    "ADB_PMU"),

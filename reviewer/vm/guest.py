@@ -158,7 +158,8 @@ def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbo
             copies = root.prepare(arch, groot, [*dict.fromkeys(j.cwd for j in jobs), results])
             seen, shared, writable = copies[results], list(copies.values()), ()
             if failed := _copy_in(copies, results, sandbox, Path(tmp)):
-                return GuestRun((None,) * len(jobs), f"reviewer: the {arch.name} guest was not started: {failed}\n", 0.0, False, accel, None)
+                return GuestRun((None,) * len(jobs), f"reviewer: the {arch.name} guest was not started: {failed}\n", 0.0,
+                                timed_out=False, accel=accel, returncode=None)
         seen.mkdir(parents=True, exist_ok=True)
         (seen / "run.sh").write_text(script(jobs, results))
         start = time.monotonic()

@@ -215,7 +215,8 @@ def run(image: Path, jobs: Sequence[Job], sandbox: Sandbox, arch: GuestArch, lim
         done = sandbox.run(argv, cwd=work, timeout=limit, tree=work, readable=(image.parent,))
         seconds = time.monotonic() - start
     got = read_results(done.output, len(jobs))
-    console = console_of(done.output) + "".join(f"reviewer: job {n} was not run: a tab or a newline in its directory or arguments\n" for n in bad)
+    console = console_of(done.output) + "".join(f"reviewer: job {n} was not run: a tab or a newline in its directory or arguments\n"
+                                                for n in bad)
     if log is not None:
         private.make_dir(log.parent)
         private.write_private(log, console.encode())

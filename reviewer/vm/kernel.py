@@ -47,8 +47,8 @@ def kind(arch: GuestArch) -> str:
 
 
 def fragment(tree: Path, dirs: Iterable[str], arch: GuestArch = GUESTS["x86_64"]) -> tuple[str, ...]:
-    """.config lines: the architecture's symbols and the userspace set (less what the guest does without), then each test directory's `config`
-    (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
+    """.config lines: the architecture's symbols and the userspace set (less what the guest does without), then each test
+    directory's `config` (=m becomes =y: the guest loads no modules; "is not set" lines are kept as they are)."""
     userspace = [s for s in USERSPACE if not (arch.initramfs and s in SHARED_ROOT) and s not in arch.without]
     tests = [line for d in dirs for line in asked(tree, d)]
     named = {m[1] for line in tests if (m := re.search(r"CONFIG_(\w+)", line))}
@@ -75,5 +75,5 @@ def asked(tree: Path, test_dir: str) -> list[str]:
 def build(git: Path, commit: str, tree: str, lines: tuple[str, ...], cache: Path, timeout: float,
           arch: GuestArch = GUESTS["x86_64"]) -> ab.Side:
     """The ARCH guest kernel of COMMIT (checked out from the repository GIT): cached, or built in the cache."""
-    how = runner.How(arch.make_vars(shutil.which("ccache") is not None), arch.make_target, arch.image)
+    how = runner.How(arch.make_vars(ccache=shutil.which("ccache") is not None), arch.make_target, arch.image)
     return runner.side(git, commit, tree, kind(arch), lines, cache, timeout, how)

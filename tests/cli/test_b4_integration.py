@@ -59,7 +59,8 @@ def _b4_review_checks(repo: Path, mbox: Path, env: dict[str, str]) -> tuple[dict
 
 def test_b4_review_check_protocol(tmp_path: Path, kernel_repo: Path) -> None:
     mbox = no_select_mbox(tmp_path / "no-select.mbox")
-    blob = subprocess.run(["git", "-C", str(kernel_repo), "hash-object", "-w", str(mbox)], check=True, capture_output=True, text=True).stdout.strip()
+    blob = subprocess.run(["git", "-C", str(kernel_repo), "hash-object", "-w", str(mbox)], check=True, capture_output=True,
+                          text=True).stdout.strip()
     tracking = tmp_path / "tracking.json"
     tracking.write_text(json.dumps({"series": {"thread-blob": blob}}))
     per, series = _b4_review_checks(kernel_repo, mbox, {"B4_TRACKING_FILE": str(tracking)})
@@ -99,6 +100,7 @@ def test_b4_check_message_alone(tmp_path: Path) -> None:
     assert "spdx-header/style" in doc[0]["details"]
     lines = review("--format", "checkpatch", "-", stdin=single.read_bytes(), cwd=tmp_path, tmp=tmp_path / "tmp")
     assert any("spdx-header/style" in ln and ("ERROR:" in ln or "WARNING:" in ln) for ln in lines.stdout.splitlines()), lines.stdout
-    review("--format", "b4-check", "-", stdin=b"", cwd=tmp_path, tmp=tmp_path / "tmp").assert_one_line_error(ExitStatus.FETCH, "empty input")
+    result = review("--format", "b4-check", "-", stdin=b"", cwd=tmp_path, tmp=tmp_path / "tmp")
+    result.assert_one_line_error(ExitStatus.FETCH, "empty input")
     review("--format", "b4-check", "x.mbox", cwd=tmp_path, tmp=tmp_path / "tmp").assert_one_line_error(ExitStatus.USAGE, "give - as TARGET")
     review(cwd=tmp_path, tmp=tmp_path / "tmp").assert_one_line_error(ExitStatus.USAGE, "not a b4 prep branch")

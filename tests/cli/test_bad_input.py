@@ -130,7 +130,8 @@ def test_unknown_build_target(tmp_path: Path) -> None:
 
 DIFF = (b"---\n mm/dmapool.c | 1 +\n 1 file changed, 1 insertion(+)\n\n"
         b"diff --git a/mm/dmapool.c b/mm/dmapool.c\nindex 9d78463..17ce5f9 100644\n--- a/mm/dmapool.c\n+++ b/mm/dmapool.c\n"
-        b"@@ -1,4 +1,5 @@\n // SPDX-License-Identifier: GPL-2.0-only\n+\n /*\n  * DMA pool allocator (kernel-mini sketch).\n  *\n--\n2.46.0\n")
+        b"@@ -1,4 +1,5 @@\n // SPDX-License-Identifier: GPL-2.0-only\n+\n /*\n  * DMA pool allocator (kernel-mini "
+        b"sketch).\n  *\n--\n2.46.0\n")
 HEAD = (b"From jorg@example.org Sun Sep  1 09:00:00 2024\nFrom: Jorg Author <jorg@example.org>\nTo: linux-mm@lists.example.org\n"
         b"Subject: [PATCH] mm/dmapool: Add a blank line\nDate: Sun, 1 Sep 2024 09:00:00 +0000\n")
 BODY = b"Keep the licence line apart.\n\nSigned-off-by: Jorg Author <jorg@example.org>\n"
@@ -235,7 +236,8 @@ def test_a_fifo_or_a_device_as_target_is_refused(kind: str, tmp_path: Path) -> N
         os.mkfifo(tmp_path / "pipe")
         target, what = str(tmp_path / "pipe"), "a FIFO (named pipe), not a file"
     else:
-        target, what = ("/dev/zero", "a character device, not a file") if kind == "chardev" else ("/dev/stdin", "a FIFO (named pipe), not a file")
+        target, what = (("/dev/zero", "a character device, not a file") if kind == "chardev"
+                        else ("/dev/stdin", "a FIFO (named pipe), not a file"))
     if kind == "stdin-pipe":  # `review /dev/stdin` on a pipe: the hint says `-`
         result = review(target, stdin=b"x", tmp=tmp_path / "tmp", timeout=60)
     else:

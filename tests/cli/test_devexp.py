@@ -80,7 +80,8 @@ def test_rfc_is_kept_in_the_json_the_header_and_the_reply(prefix: str, tmp_path:
     assert _json(review(mbox, "--format", "json", tmp=tmp_path / "t1"))["series"]["rfc"] is True
     assert _json(review(DEMO, "--format", "json", tmp=tmp_path / "t2"))["series"]["rfc"] is False
     shown = review(mbox, tmp=tmp_path / "t3")
-    assert re.search(r"^Series +\[RFC PATCH v4\] LoongArch: vDSO: Wire up getrandom\(\) vDSO implementation", shown.stdout, re.M), shown.stdout
+    assert re.search(r"^Series +\[RFC PATCH v4\] LoongArch: vDSO: Wire up getrandom\(\) vDSO implementation", shown.stdout,
+                     re.M), shown.stdout
     subprocess.run(["git", "config", "--global", "user.email", "rev@example.org"], check=True)  # the reply's sender
     reply = review(mbox, "--reply", "-", tmp=tmp_path / "t4")
     assert re.search(rf"^Subject: Re: \[{prefix} v4 0/4\] LoongArch", reply.stdout, re.M), reply.stdout
@@ -91,7 +92,8 @@ def test_a_rebuilt_reply_subject_keeps_rfc(tmp_path: Path) -> None:
     mbox = _as_rfc(tmp_path / "rfc.mbox", "PATCH RFC")
     series = fetch.build_series(fetch.read_mbox(mbox), str(mbox))
     assert series.rfc
-    assert reply_mail.subject_line(series, 0, series.subject) == "Re: [RFC PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation"
+    subject = reply_mail.subject_line(series, 0, series.subject)
+    assert subject == "Re: [RFC PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation"
     assert reply_mail.subject_line(series, 2, "x", series.patches[1].mail_subject) == "Re: [PATCH RFC v4 2/4] " + series.patches[1].subject
 
 
@@ -154,7 +156,8 @@ def test_a_tree_that_is_not_a_kernel_tree_is_named(tmp_path: Path, kernel_repo: 
     assert "has no Makefile" not in res.stdout + res.stderr
     res.assert_nothing_left()
     (plain / "Makefile").write_text("all:\n")
-    review(DEMO, "--tree", plain, tmp=tmp_path / "t2").assert_one_line_error(ExitStatus.CONFIG, "not a kernel tree: no MAINTAINERS or arch/ at its top")
+    refused = review(DEMO, "--tree", plain, tmp=tmp_path / "t2")
+    refused.assert_one_line_error(ExitStatus.CONFIG, "not a kernel tree: no MAINTAINERS or arch/ at its top")
 
     inside = review(DEMO, "--tree", kernel_repo / "arch", tmp=tmp_path / "t3")
     inside.assert_one_line_error(ExitStatus.CONFIG, f"--tree {kernel_repo / 'arch'}: not a kernel tree")
@@ -179,7 +182,7 @@ def test_h_is_help_and_version_prints_the_version(tmp_path: Path) -> None:
 
 # --- NO_COLOR ---------------------------------------------------------------------------------------------------
 
-def _on_a_terminal(args: list[str], no_color: str | None, tmp: Path, stdout_too: bool = True) -> tuple[bytes, bytes]:
+def _on_a_terminal(args: list[str], no_color: str | None, tmp: Path, *, stdout_too: bool = True) -> tuple[bytes, bytes]:
     """Run review with stderr (and stdout) on a pseudo-terminal; return what each showed."""
     # PAGER=cat: a report taller than the terminal is not held in a pager waiting for a key.
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | {"TERM": "xterm-256color", "COLUMNS": "150", "TMPDIR": str(tmp),

@@ -111,7 +111,8 @@ def test_the_other_commands_help_still_works(name: str) -> None:
 
 def test_a_log_path_is_printed_whole_at_80_columns(tmp_path: Path) -> None:
     logs = tmp_path / "a-rather-long-state-directory" / "reviewer" / "logs" / "20261201T164500Z-123456" / "selftests"
-    review = Review(None, stages=(StageResult("selftests", StageStatus.OK, 12.84, f"vDSO: 12 runs, 6 benchmark figures; output in {logs}"),))
+    review = Review(None, stages=(StageResult("selftests", StageStatus.OK, 12.84,
+                                              f"vDSO: 12 runs, 6 benchmark figures; output in {logs}"),))
     out = io.StringIO()
     terminal.render(review, Console(file=out, width=80, color_system=None))
     text = out.getvalue()

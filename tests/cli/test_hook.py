@@ -12,7 +12,7 @@ from tests.helpers import review
 PATCHES = FIXTURES / "format-patch" / "loongarch-vdso-getrandom-v4"
 
 
-def patches(dest: Path, drop_select: bool) -> list[Path]:
+def patches(dest: Path, *, drop_select: bool) -> list[Path]:
     """The demo's four patches; with DROP_SELECT patch 1 no longer selects VDSO_GETRANDOM."""
     dest.mkdir(parents=True, exist_ok=True)
     out = []

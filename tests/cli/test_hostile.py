@@ -166,7 +166,8 @@ def _review(setup: Setup, user: str | None) -> tuple[subprocess.CompletedProcess
     """review --run-tests on the hostile series, as USER (None: as we are), with a private TMPDIR."""
     tmp = setup.area / "tmp"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "PYTHON"))}
-    env.update(TMPDIR=str(tmp), HOME=str(setup.env_home), XDG_CACHE_HOME=str(setup.area / "cache"), XDG_STATE_HOME=str(setup.area / "state"),
+    env.update(TMPDIR=str(tmp), HOME=str(setup.env_home), XDG_CACHE_HOME=str(setup.area / "cache"),
+               XDG_STATE_HOME=str(setup.area / "state"),
                XDG_CONFIG_HOME=str(setup.area / "config"), COLUMNS="200", NO_COLOR="1",
                GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="user.email", GIT_CONFIG_VALUE_0="reviewer@example.org")  # the reply's sender
     python, prefix = [sys.executable], []
@@ -208,7 +209,8 @@ def _check(setup: Setup, user: str | None, outside_uid: int) -> None:
     wrote = warning("hostile_write", "wrote outside its tree")
     hooks = setup.repo / ".git" / "hooks"
     # Inside, the program is uid 0 of a user namespace: getpwuid() gives it /root, and the uid outside gives the user's HOME.
-    targets = [hooks / "pre-commit", hooks / "post-checkout", *(Path(h) / f".hostile-{setup.mark}" for h in dict.fromkeys(("/root", str(setup.home)))),
+    targets = [hooks / "pre-commit", hooks / "post-checkout",
+               *(Path(h) / f".hostile-{setup.mark}" for h in dict.fromkeys(("/root", str(setup.home)))),
                Path(f"/tmp/hostile-{setup.mark}"), Path(f"/var/tmp/hostile-{setup.mark}")]
     for target in targets:
         assert not target.exists(), target
@@ -269,7 +271,8 @@ def test_hostile_selftests_as_root(kernel_repo: Path, tmp_path: Path) -> None:
     mark = secrets.token_hex(6)
     root_secret = Path("/root") / f".hostile-secret-{mark}"
     try:
-        setup = _setup(kernel_repo, tmp_path, Path(pwd.getpwuid(0).pw_dir), Path(os.environ["HOME"]), mark, {root_secret: f"ROOT-SECRET-{mark}"})
+        setup = _setup(kernel_repo, tmp_path, Path(pwd.getpwuid(0).pw_dir), Path(os.environ["HOME"]), mark,
+                       {root_secret: f"ROOT-SECRET-{mark}"})
         _check(setup, None, SANDBOX_ID)
     finally:
         root_secret.unlink(missing_ok=True)

@@ -58,7 +58,8 @@ def test_options_and_config_reach_checkpatch(kernel_repo: Path, tmp_path: Path) 
     git(repo, "config", "--add", "reviewer.level.checkpatch", "info")
     doc = _run(repo, tmp_path / "tmp", "--checkpatch-strict", "--codespell")
     (first, *_) = [f for f in doc["findings"] if f["rule"] == "checkpatch/STUB_TYPE"]
-    assert first["level"] == "info" and first["message"].startswith("got [--strict --codespell ") and "--ignore=CAMELCASE,LONG_LINE" in first["message"]
+    assert first["level"] == "info" and first["message"].startswith("got [--strict --codespell ")
+    assert "--ignore=CAMELCASE,LONG_LINE" in first["message"]
     # new options: checkpatch runs again; get_maintainer's options did not change, so its results are reused
     assert _check_detail(doc).endswith("; checkpatch.pl --strict --codespell, get_maintainer.pl (4 of 4 from the cache)")
     doc = _run(repo, tmp_path / "tmp", "--no-checkpatch")

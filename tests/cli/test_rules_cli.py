@@ -46,7 +46,8 @@ def test_rules_check_accepts_the_shipped_rules(tmp_path: Path) -> None:
 
 def test_rules_check_names_the_broken_file_and_key(tmp_path: Path) -> None:
     (tmp_path / "r").mkdir()
-    (tmp_path / "r" / "bad.toml").write_text(USER_RULE.replace('id = "no-loongarch-kconfig"', 'id = "bad"').replace('level = "warning"', 'level = "fatal"'))
+    bad = USER_RULE.replace('id = "no-loongarch-kconfig"', 'id = "bad"').replace('level = "warning"', 'level = "fatal"')
+    (tmp_path / "r" / "bad.toml").write_text(bad)
     result = review("rules", "--check", tmp_path / "r", tmp=tmp_path / "tmp")
     result.assert_one_line_error(ExitStatus.CONFIG, "bad.toml: level: expected one of error, warning, info, got 'fatal'")
 

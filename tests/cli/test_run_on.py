@@ -42,8 +42,9 @@ def test_auto_falls_back_to_the_host_and_says_why_once(kernel_repo: Path, tmp_pa
     assert caveat["rule"] == "selftests/host-kernel"
     assert "were not tested: the selftests ran on this machine's kernel" in caveat["message"]
     assert caveat["message"].endswith("not in the series' kernels: no loongarch guest can be booted here: Debian 12 has no LoongArch gcc "
-                                      "and no LoongArch libc for the test programs, and no LoongArch kernel boots under its QEMU 7.2 without "
-                                      "firmware (--build compiles the LoongArch vDSO with clang and checks its exports)"), caveat
+                                      "and no LoongArch libc for the test programs, and no LoongArch kernel boots under its "
+                                      "QEMU 7.2 without firmware (--build compiles the LoongArch vDSO with clang and checks its "
+                                      "exports)"), caveat
     assert caveat["hint"] is None  # nothing here makes it possible
     assert "selftests: on this machine's kernel, not in the series' kernels: no loongarch guest" in result.stderr
 
@@ -79,7 +80,8 @@ def test_auto_without_the_guest_root_says_why_and_the_command_and_downloads_noth
     (caveat,) = [f for f in doc["findings"] if f["rule"].startswith(("selftests/host", "vm"))]
     assert caveat["message"].startswith("the series' kernel changes (arch/powerpc/kernel/vdso/vgetrandom.c) were not tested: ")
     assert caveat["message"].endswith(f"for base and patched alike, not in the series' kernels: {lack}"), caveat
-    assert caveat["hint"].startswith("make it: review guest-root ppc64le (it downloads 30 ppc64el Debian packages") and "--run-on vm" in caveat["hint"]
+    assert caveat["hint"].startswith("make it: review guest-root ppc64le (it downloads 30 "
+                                     "ppc64el Debian packages") and "--run-on vm" in caveat["hint"]
     stage = next(st for st in doc["stages"] if st["name"] == "selftests")
     assert f"on this machine's kernel, not in the series' kernels: {lack} (make it: review guest-root ppc64le)" in stage["detail"]
     assert list(roots.iterdir()) == []  # auto downloads nothing
@@ -106,7 +108,8 @@ def test_run_on_vm_makes_the_missing_root_and_says_why_it_could_not(kernel_repo:
     (info,) = [f for f in doc["findings"] if f["rule"] in ("vm", "selftests/host-kernel")]
     assert info["message"] == (f"the selftests were not run: {lack}, and making it failed: apt-get cannot download the ppc64el packages: "
                                "E: Unable to locate package bash:ppc64el")
-    assert info["hint"] == "as root, once: dpkg --add-architecture ppc64el && apt-get update; --run-on host runs them on this machine's kernel"
+    assert info["hint"] == ("as root, once: dpkg --add-architecture ppc64el && apt-get update; "
+                            "--run-on host runs them on this machine's kernel")
     stage = next(st for st in doc["stages"] if st["name"] == "selftests")
     assert stage["status"] == "skipped" and "making it failed" in stage["detail"] and "dpkg --add-architecture ppc64el" in stage["detail"]
     assert not roots.exists() or list(roots.iterdir()) == []

@@ -49,10 +49,12 @@ def test_tests_are_listed_but_not_run_without_asking(kernel_repo: Path, tmp_path
 def test_a_broken_selftest_is_a_regression_exit_6(kernel_repo: Path, tmp_path: Path) -> None:
     source = (kernel_repo / VDSO / "vdso_test_gettimeofday.c").read_text()
     broken = source.replace("int main(", "static int main_orig(", 1) + "\nint main(void) { (void)main_orig; return 1; }\n"
-    mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": broken}, "selftests/vDSO: Break the gettimeofday test")
+    mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": broken},
+                               "selftests/vDSO: Break the gettimeofday test")
     before = _state(kernel_repo)
     logs = tmp_path / "logs"
-    result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--log-dir", logs, "--format", "json", tmp=tmp_path / "tmp")
+    result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--log-dir", logs, "--format", "json",
+                    tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.SELFTESTS, result.stderr
     assert "selftest regression" in result.stderr.splitlines()[0]
     (run_dir,) = logs.iterdir()  # one directory for the run, named <UTC time>-<pid>
@@ -85,7 +87,8 @@ def test_an_unwritable_log_directory_is_a_configuration_error(kernel_repo: Path,
 
 def test_a_hanging_selftest_times_out(kernel_repo: Path, tmp_path: Path) -> None:
     source = (kernel_repo / VDSO / "vdso_test_gettimeofday.c").read_text()
-    hang = source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1) + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n"
+    hang = (source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1)
+            + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n")
     edit = {f"{VDSO}/vdso_test_gettimeofday.c": hang, f"{VDSO}/settings": "timeout=2\n"}
     mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", edit, "selftests/vDSO: Hang the gettimeofday test")
     result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--format", "json", tmp=tmp_path / "tmp")
@@ -98,7 +101,8 @@ def test_a_hanging_selftest_times_out(kernel_repo: Path, tmp_path: Path) -> None
 def test_a_series_that_breaks_the_build(kernel_repo: Path, tmp_path: Path) -> None:
     edit = {f"{VDSO}/vdso_test_chacha.c": "this is not C\n"}
     mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", edit, "selftests/vDSO: Break the build")
-    result = review(mbox, "--tree", kernel_repo, "--run-tests", "--test-env", "VDSO_BENCH_CALLS=20000", "--format", "json", tmp=tmp_path / "tmp")
+    result = review(mbox, "--tree", kernel_repo, "--run-tests", "--test-env", "VDSO_BENCH_CALLS=20000", "--format", "json",
+                    tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.SELFTESTS, result.stderr
     doc = result.json()
     builds = [r for r in doc["selftests"] if r["name"].startswith("build ")]
@@ -127,12 +131,14 @@ def _procs_under(root: Path) -> list[int]:
 
 def test_ctrl_c_during_a_selftest(kernel_repo: Path, tmp_path: Path) -> None:
     source = (kernel_repo / VDSO / "vdso_test_gettimeofday.c").read_text()
-    hang = source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1) + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n"
+    hang = (source.replace("int main(", "#include <unistd.h>\nstatic int main_orig(", 1)
+            + "\nint main(void) { (void)main_orig; for (;;) pause(); }\n")
     mbox = _series_from_commit(kernel_repo, tmp_path / "s.mbox", {f"{VDSO}/vdso_test_gettimeofday.c": hang}, "selftests/vDSO: Hang")
     before = _state(kernel_repo)
     tmp = tmp_path / "tmp"
     tmp.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "reviewer", str(mbox), "--tree", str(kernel_repo), "--tests", "vDSO:vdso_test_gettimeofday"],
+    proc = subprocess.Popen([sys.executable, "-m", "reviewer", str(mbox), "--tree", str(kernel_repo), "--tests",
+                             "vDSO:vdso_test_gettimeofday"],
                             env={**os.environ, "TMPDIR": str(tmp)}, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while not any(Path(f"/proc/{pid}/exe").exists() and "vdso_test_gettimeofday" in os.readlink(f"/proc/{pid}/exe")

@@ -82,7 +82,8 @@ def test_a_run_killed_outright_is_cleaned_up_by_the_next(kernel_repo: Path, tmp_
     rc, _ = after.finish()
     assert rc == 0, after.stderr
     (line,) = after.stderr.splitlines()
-    assert re.fullmatch(rf"review: removed what an interrupted run \(pid {killed.proc.pid}\) left behind: .*1 temporary directory", line), line
+    assert re.fullmatch(rf"review: removed what an interrupted run \(pid {killed.proc.pid}\) left behind: .*1 temporary directory",
+                        line), line
     assert _state(kernel_repo) == before
     assert not (kernel_repo / ".git" / "worktrees").exists()
     assert list(tmp.iterdir()) == []

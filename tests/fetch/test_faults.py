@@ -67,7 +67,7 @@ class Handler(BaseHTTPRequestHandler):
         head = f"HTTP/1.1 {status} OK\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\n\r\n"
         return head.encode() + body
 
-    def _dribble(self, data: bytes, headers_at_once: bool) -> None:
+    def _dribble(self, data: bytes, *, headers_at_once: bool) -> None:
         """One byte a second (after the headers, with HEADERS_AT_ONCE): every read returns well within any
         per-read timeout, and the whole answer would take many minutes."""
         self.close_connection = True
@@ -228,7 +228,8 @@ def tls_dribbler(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     listener.close()
 
 
-def test_a_byte_a_second_over_tls_hits_the_deadline(tls_dribbler: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_byte_a_second_over_tls_hits_the_deadline(tls_dribbler: tuple[str, Path], tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """The watchdog cuts the TLS socket too (the one that replaced the plain socket), headers dribbled."""
     url, cert = tls_dribbler
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(cert))

@@ -15,7 +15,7 @@ from tests.conftest import SERIES
     ("[RFC PATCH net-next v3 01/12] net: x", True), ("[PATCH 2/3] mm: x", False),
     ("Re: [PATCH 0/3] mm: x", False), ("mm: a question", False),
 ])
-def test_series_head(subject: str, head: bool) -> None:
+def test_series_head(subject: str, *, head: bool) -> None:
     assert lore._is_series_head(subject) is head
 
 

@@ -171,7 +171,8 @@ def refs_cycle(rng: random.Random, thread: Thread, i: int) -> Thread:
 
 
 def refs_garbage(rng: random.Random, thread: Thread, i: int) -> Thread:
-    value = rng.choice([b"no-brackets@example.org", b"<>", b"<<<", b"<a@b> garbage <c", b" ".join(b"<r%d@example.org>" % n for n in range(2000))])
+    value = rng.choice([b"no-brackets@example.org", b"<>", b"<<<", b"<a@b> garbage <c",
+                        b" ".join(b"<r%d@example.org>" % n for n in range(2000))])
     return _on(thread, i, thread[i].set(rng.choice([b"References", b"In-Reply-To"]), value))
 
 
@@ -233,7 +234,8 @@ def undeclared_8bit(rng: random.Random, thread: Thread, i: int) -> Thread:
 
 def content_type_bad(rng: random.Random, thread: Thread, i: int) -> Thread:
     """A Content-Type or Content-Disposition that does not parse, or whose RFC 2231 parameters name no charset."""
-    name, value = rng.choice([(b"Content-Type", b"garbage"), (b"Content-Type", b"text/"), (b"Content-Type", b"L;}*"), (b"Content-Type", b"multipart/mixed"),
+    name, value = rng.choice([(b"Content-Type", b"garbage"), (b"Content-Type", b"text/"), (b"Content-Type", b"L;}*"),
+                              (b"Content-Type", b"multipart/mixed"),
                               (b"Content-Type", b"text/plain; charset*=utf\x00-8''utf-8"), (b"Content-Type", b"text/plain; charset*=''"),
                               (b"Content-Type", b"text/x-diff; name*=x-bad\x00''p.diff"), (b"Content-Type", b"text/plain; charset=\"utf-8"),
                               (b"Content-Disposition", b"attachment; filename*=x-bad\x00''p.diff"),
@@ -249,7 +251,7 @@ def charset_bad(rng: random.Random, thread: Thread, i: int) -> Thread:
                if rng.random() < 0.3 else mail)
 
 
-def _wrap_multipart(body: bytes, boundary: bytes, end: bool, extra: bytes = b"") -> bytes:
+def _wrap_multipart(body: bytes, boundary: bytes, *, end: bool, extra: bytes = b"") -> bytes:
     part = b"Content-Type: text/plain; charset=utf-8\n\n" + body
     return b"preamble\n--" + boundary + b"\n" + part + b"\n" + extra + (b"--" + boundary + b"--\n" if end else b"")
 
@@ -297,12 +299,13 @@ def base64_broken(rng: random.Random, thread: Thread, i: int) -> Thread:
 
 def qp_broken(rng: random.Random, thread: Thread, i: int) -> Thread:
     encoded = quopri.encodestring(thread[i].body)
-    encoded = rng.choice([encoded[: rng.randrange(len(encoded) + 1)] + b"=", encoded.replace(b"=", b"=Z", 5) + b"=G\n", encoded + b"=\n=\n"])
+    encoded = rng.choice([encoded[: rng.randrange(len(encoded) + 1)] + b"=", encoded.replace(b"=", b"=Z", 5) + b"=G\n",
+                          encoded + b"=\n=\n"])
     mail = thread[i].set(b"Content-Type", b"text/plain; charset=utf-8").set(b"Content-Transfer-Encoding", b"quoted-printable")
     return _on(thread, i, replace(mail, body=encoded))
 
 
-def line_ends(rng: random.Random, thread: Thread, i: int) -> Thread:
+def line_ends(_rng: random.Random, thread: Thread, _i: int) -> Thread:
     """Handled by as_files (the whole file's line ends change); the thread is unchanged here."""
     return thread
 
@@ -311,10 +314,10 @@ MUTATIONS: dict[str, Mutation] = {
     "header-truncate": header_truncate,
     "header-noise": header_noise,
     "header-huge": header_huge,
-    "msgid-bare": lambda rng, t, i: _on(t, i, t[i].set(b"Message-Id", _msgid(t[i]))),
+    "msgid-bare": lambda _rng, t, i: _on(t, i, t[i].set(b"Message-Id", _msgid(t[i]))),
     "msgid-empty": _set(b"Message-Id", b"", b"<>", b"< >", b"<@>", b"\x00", b"<", b"<<>>"),
-    "msgid-spaces": lambda rng, t, i: _on(t, i, t[i].set(b"Message-Id", rng.choice([b"<a b c@example.org>", b"< " + _msgid(t[i]) + b" >",
-                                                                                   b"<" + _msgid(t[i]) + b"> trailing words", b"two <a@b> <c@d>"]))),
+    "msgid-spaces": lambda rng, t, i: _on(t, i, t[i].set(b"Message-Id", rng.choice([
+        b"<a b c@example.org>", b"< " + _msgid(t[i]) + b" >", b"<" + _msgid(t[i]) + b"> trailing words", b"two <a@b> <c@d>"]))),
     "msgid-huge": msgid_huge,
     "msgid-duplicate": msgid_duplicate,
     "msgid-missing": _set(b"Message-Id", None),
@@ -391,7 +394,8 @@ class Case:
 
 def _line_ends(rng: random.Random, data: bytes) -> bytes:
     crlf = data.replace(b"\n", b"\r\n")
-    return rng.choice([crlf, data.replace(b"\n", b"\r"), data.replace(b"\n", b"\r\n", data.count(b"\n") // 2), crlf.replace(b"\r\n\r\n", b"\n\n", 1)])
+    return rng.choice([crlf, data.replace(b"\n", b"\r"), data.replace(b"\n", b"\r\n", data.count(b"\n") // 2),
+                       crlf.replace(b"\r\n\r\n", b"\n\n", 1)])
 
 
 def as_files(rng: random.Random, kind: str, name: str, thread: Thread, i: int) -> tuple[dict[str, bytes], str, bytes | None]:

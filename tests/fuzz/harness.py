@@ -63,7 +63,7 @@ class _Hung(BaseException):  # not an Exception: no `except Exception` in the co
 @contextlib.contextmanager
 def _deadline(seconds: float) -> Iterator[None]:
     """SIGALRM after SECONDS raises _Hung in the case (in-process, the main thread: pytest's)."""
-    def expire(signum: int, frame: object) -> None:
+    def expire(_signum: int, _frame: object) -> None:
         raise _Hung
 
     saved = signal.signal(signal.SIGALRM, expire)
@@ -113,4 +113,5 @@ def _where(exc: BaseException) -> str:
     last = (ours or frames)[-1]
     inner = frames[-1]
     text = str(exc).splitlines()[0][:120] if str(exc) else ""
-    return f"{type(exc).__name__}: {text} at {Path(last.filename).name}:{last.lineno} {last.name} (raised in {Path(inner.filename).name}:{inner.lineno} {inner.name})"
+    raised = f"{Path(inner.filename).name}:{inner.lineno} {inner.name}"
+    return f"{type(exc).__name__}: {text} at {Path(last.filename).name}:{last.lineno} {last.name} (raised in {raised})"

@@ -62,7 +62,8 @@ def multipart_unsplit(rng: random.Random, thread: Thread, i: int) -> Thread:
     body = rng.choice([junk + b"\n" + thread[i].body, thread[i].body.replace(b"\n", b" " + junk + b"\n", 4),
                        b"\x0b--wrong-boundary\n" + junk + b"\n" + thread[i].body + b"\n--wrong-boundary--\n"])
     kind = rng.choice([b"mixed", b"alternative", b"signed", b"related"])
-    mail = replace(thread[i], body=body).set(b"Content-Type", b"multipart/" + kind + b'; boundary="=-=b' + str(rng.randrange(99)).encode() + b'"')
+    mail = replace(thread[i], body=body).set(b"Content-Type",
+                                             b"multipart/" + kind + b'; boundary="=-=b' + str(rng.randrange(99)).encode() + b'"')
     mail = mail.set(b"MIME-Version", b"1.0").set(b"Content-Transfer-Encoding", None)
     return _on(thread, i, mail.set(b"Message-Id", None) if rng.random() < 0.7 else mail)
 
@@ -74,7 +75,8 @@ def _part(rng: random.Random, text: bytes, ctype: bytes) -> bytes:
     data = encoded + b"\n\n" + text
     cte = rng.choice([b"8bit", b"base64", b"quoted-printable"])
     payload = base64.encodebytes(data) if cte == b"base64" else quopri.encodestring(data) if cte == b"quoted-printable" else data
-    name = rng.choice([b"", b'; name="' + word.encode() + b'.diff"', b"; name*=utf-8''" + "".join(f"%{c:02X}" for c in word.encode()).encode()])
+    name = rng.choice([b"", b'; name="' + word.encode() + b'.diff"',
+                       b"; name*=utf-8''" + "".join(f"%{c:02X}" for c in word.encode()).encode()])
     head = b"Content-Type: " + ctype + b"; charset=" + charset.encode() + name + b"\nContent-Transfer-Encoding: " + cte + b"\n"
     if rng.random() < 0.3:
         head += b"Content-Disposition: " + rng.choice([b"inline", b"attachment"]) + b'; filename="' + word.encode() + b'.patch"\n'
@@ -169,17 +171,17 @@ def _nul(rng: random.Random, path: bytes) -> bytes:
 
 _NAMES: list[Callable[[random.Random, bytes], bytes]] = [
     _nul,  # a raw NUL
-    lambda rng, p: b'"' + p.replace(b"/", b"/\\000", 1) + b'"',  # a NUL as git quotes it
-    lambda rng, p: b'"' + p + b'\\nReviewed-by: Forged <f@example.org>"',  # a newline as git quotes it
-    lambda rng, p: b'"' + p + b'\\033[2J"',  # an escape sequence
-    lambda rng, p: p + b"\x1b[2J",  # the same, raw
-    lambda rng, p: b'"' + p + b'\\377\\376"',  # not UTF-8
-    lambda rng, p: b"../../" + p,  # out of the tree
-    lambda rng, p: b"/etc/" + p.rsplit(b"/", 1)[-1],  # absolute
-    lambda rng, p: b".git/hooks/" + p.rsplit(b"/", 1)[-1],  # into git's own directory
-    lambda rng, p: p + b"/" + b"x" * 4200,  # longer than PATH_MAX
-    lambda rng, p: p.replace(b"/", b"//"),  # doubled separators
-    lambda rng, p: p + b"\t",  # a trailing tab (diff -u's date separator)
+    lambda _rng, p: b'"' + p.replace(b"/", b"/\\000", 1) + b'"',  # a NUL as git quotes it
+    lambda _rng, p: b'"' + p + b'\\nReviewed-by: Forged <f@example.org>"',  # a newline as git quotes it
+    lambda _rng, p: b'"' + p + b'\\033[2J"',  # an escape sequence
+    lambda _rng, p: p + b"\x1b[2J",  # the same, raw
+    lambda _rng, p: b'"' + p + b'\\377\\376"',  # not UTF-8
+    lambda _rng, p: b"../../" + p,  # out of the tree
+    lambda _rng, p: b"/etc/" + p.rsplit(b"/", 1)[-1],  # absolute
+    lambda _rng, p: b".git/hooks/" + p.rsplit(b"/", 1)[-1],  # into git's own directory
+    lambda _rng, p: p + b"/" + b"x" * 4200,  # longer than PATH_MAX
+    lambda _rng, p: p.replace(b"/", b"//"),  # doubled separators
+    lambda _rng, p: p + b"\t",  # a trailing tab (diff -u's date separator)
 ]
 
 
@@ -221,7 +223,7 @@ def diff_lines(rng: random.Random, thread: Thread, i: int) -> Thread:
                             b"GIT binary patch\nliteral 99999999999\nzcmZ?wbhEHb\n\nliteral 0\nHcmV?d00001\n\n", b"deleted file mode\n"])
         body = re.sub(rb"^(diff --git [^\n]*\n)", lambda m: m.group(1) + extra, body, count=1, flags=re.MULTILINE)
     else:
-        body = re.sub(pattern, lambda m: rng.choice(choices), body, count=1, flags=re.MULTILINE)
+        body = re.sub(pattern, lambda _m: rng.choice(choices), body, count=1, flags=re.MULTILINE)
     return _on(thread, j, replace(thread[j], body=body if body != thread[j].body else body + b"\n" + _SMALL_DIFF))
 
 
@@ -235,5 +237,6 @@ SHAPES: dict[str, Callable[[random.Random, Thread, int], Thread]] = {
     "diff-path": diff_path,
     "diff-lines": diff_lines,
 }
-FAMILIES = {"real-mime": ["multipart-unsplit", "multipart-8bit", "mime-deep"], "real-headers": ["msgid-raw", "encoded-words", "header-many"],
+FAMILIES = {"real-mime": ["multipart-unsplit", "multipart-8bit", "mime-deep"],
+            "real-headers": ["msgid-raw", "encoded-words", "header-many"],
             "diff-names": ["diff-path", "diff-lines"]}

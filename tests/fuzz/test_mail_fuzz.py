@@ -129,7 +129,8 @@ def test_the_real_command_agrees(mini_repo: Path, tmp_path: Path, monkeypatch: p
         expected = harness.run(case, root / "in", mini_repo)
         target = "-" if case.target == "-" else root / "in" / case.target
         tree = ("--tree", mini_repo) if case.tree else ()
-        result = review(target, *tree, *FORMATS[n % len(FORMATS)], cwd=root, stdin=case.stdin or b"", tmp=root / "tmp", timeout=harness.TIMEOUT)
+        result = review(target, *tree, *FORMATS[n % len(FORMATS)], cwd=root, stdin=case.stdin or b"", tmp=root / "tmp",
+                        timeout=harness.TIMEOUT)
         assert "Traceback" not in result.stdout + result.stderr, (case.name, result.stderr)
         assert result.rc == expected.rc, (case.name, result.rc, expected, result.stderr)
         if result.rc == ExitStatus.FETCH:

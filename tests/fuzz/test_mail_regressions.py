@@ -93,7 +93,8 @@ def test_a_message_id_without_brackets_is_that_id(tmp_path: Path) -> None:
              b"> Keep the licence line apart\n\nReviewed-by: Rev One <rev1@example.org>\n\n")
     result = reviewed(tmp_path, mail(Message_Id=MSGID.encode()) + reply)
     assert result.series is not None and result.series.msgid == MSGID
-    assert [(t.name, t.msgid) for t in result.series.patches[0].trailers if t.source == "followup"] == [("Reviewed-by", "reply-1@example.org")]
+    followups = [(t.name, t.msgid) for t in result.series.patches[0].trailers if t.source == "followup"]
+    assert followups == [("Reviewed-by", "reply-1@example.org")]
 
 
 def test_undeclared_8bit_bytes_in_a_message_id_reach_the_report_as_utf8(tmp_path: Path) -> None:

@@ -34,13 +34,13 @@ class Inbox:
     refuse: set[str] = field(default_factory=set)
     received: list[tuple[str, list[str], bytes]] = field(default_factory=list)
 
-    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:  # noqa: N802
+    async def handle_RCPT(self, _server: Any, _session: Any, envelope: Any, address: str, _options: list[str]) -> str:  # noqa: N802
         if address in self.refuse:
             return f"550 5.1.1 <{address}>: Recipient address rejected"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802
+    async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # noqa: N802
         self.received.append((envelope.mail_from, list(envelope.rcpt_tos), envelope.original_content))
         return "250 Message accepted for delivery"
 
@@ -51,7 +51,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _deny(server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any) -> AuthResult:
+def _deny(_server: Any, _session: Any, _envelope: Any, _mechanism: str, _auth_data: Any) -> AuthResult:
     return AuthResult(success=False, handled=False)
 
 
@@ -206,7 +206,8 @@ def _long_headers_mbox(dest: Path) -> Path:
     assert len(LONG_SUBJECT) >= 200 and len(MANY_CC) == 40
     cc = "Cc: " + ",\n ".join(MANY_CC)
     subject = "Subject: " + LONG_SUBJECT.replace(" word15 ", "\n word15 ")
-    text = text.replace("Cc: Paula Pool <ppool@example.org>", cc).replace("Subject: [PATCH] mm/dmapool: Document the free list head", subject)
+    text = text.replace("Cc: Paula Pool <ppool@example.org>", cc)
+    text = text.replace("Subject: [PATCH] mm/dmapool: Document the free list head", subject)
     dest.write_text(text)
     return dest
 
@@ -298,7 +299,8 @@ def test_in_reply_to_gives_the_real_parent(tmp_path: Path, smtp: tuple[Inbox, in
     inbox, port = smtp
     inbox.refuse.clear()
     repo = _repo(tmp_path, port)
-    result = review(_no_msgid_mbox(tmp_path / "solo.mbox"), "--send", "--yes", "--in-reply-to", f"https://lore.kernel.org/linux-mm/{REAL_ID}/",
+    result = review(_no_msgid_mbox(tmp_path / "solo.mbox"), "--send", "--yes", "--in-reply-to",
+                    f"https://lore.kernel.org/linux-mm/{REAL_ID}/",
                     "--format", "json", cwd=repo, tmp=tmp_path / "tmp")
     assert result.rc == ExitStatus.OK, result.stderr
     assert "warning" not in result.stderr

@@ -99,7 +99,8 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh venv with the wheel of this clone installed, and only its declared dependencies."""
     top = tmp_path_factory.mktemp("wheel")
     _copy_clone(top / "src")
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index", "-w", top / "dist", top / "src"], top)
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index", "-w", top / "dist",
+          top / "src"], top)
     (wheel,) = (top / "dist").glob("reviewer-*.whl")
     env = top / "venv"
     _run([sys.executable, "-m", "venv", "--without-pip", env], top)
@@ -182,6 +183,9 @@ def test_review_rules_lists_the_shipped_rules_from_the_package(venv: Path, outsi
     assert re.sub(r"\(rule, .*/", "(rule, ", out) == re.sub(r"\(rule, .*/", "(rule, ", dev)
 
 
+VARYING = ("verdict", "verdict_text", "test", "p", "host_load")  # a benchmark's keys that vary from run to run
+
+
 def _demo_facts(report: dict[str, Any]) -> dict[str, Any]:
     """What the demo found, without what varies from run to run (times, paths, benchmark figures)."""
     series = {k: v for k, v in report["series"].items() if k != "source"}
@@ -191,7 +195,8 @@ def _demo_facts(report: dict[str, Any]) -> dict[str, Any]:
         "stages": [(s["name"], s["status"]) for s in report["stages"]],
         "apply": report["apply"],
         "selftests": [(t["name"], t["tree"], t["env"], t["result"], [st["result"] for st in t["subtests"]]) for t in report["selftests"]],
-        "benchmarks": sorted(json.dumps({k: v for k, v in b.items() if not isinstance(v, (int, float, list)) and k not in ("verdict", "verdict_text", "test", "p", "host_load")}, sort_keys=True)
+        "benchmarks": sorted(json.dumps({k: v for k, v in b.items() if not isinstance(v, (int, float, list)) and k not in VARYING},
+                                        sort_keys=True)
                              for b in report["benchmarks"]),
     }
 

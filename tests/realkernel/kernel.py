@@ -63,7 +63,8 @@ def _build(stamp: str) -> None:
     git(tmp, "add", "-A", "-f")
     # No automatic gc: `git commit` would start one in the background over the ~90,000 loose objects, and it
     # would repack the repository while the first test runs (the tests compare the repository before and after).
-    git(tmp, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m", "Linux 6.12 (Debian linux-source-6.12)")
+    git(tmp, "-c", "gc.auto=0", "-c", "maintenance.auto=false", "commit", "-q", "--no-verify", "-m",
+        "Linux 6.12 (Debian linux-source-6.12)")
     git(tmp, "repack", "-a", "-d", "-q", "--window=0")  # -d drops the packed loose objects; one commit: few deltas, a search of minutes
     (tmp / ".git" / "reviewer-stamp").write_text(stamp)
     tmp.rename(CACHE)

@@ -121,7 +121,7 @@ def _expand(entries: Mapping[str, tuple[str, str]], path: str) -> list[str]:
     return sorted(p for p in entries if p == path or (path.endswith("/") and p.startswith(path)))
 
 
-def _find(lines: list[str], anchor: Anchor, start: int, unique: bool) -> int:
+def _find(lines: list[str], anchor: Anchor, start: int, *, unique: bool) -> int:
     """The index of the line that ANCHOR's last regex matches, each regex searched after the previous."""
     regexes = (anchor,) if isinstance(anchor, str) else anchor
     at = start
@@ -220,11 +220,13 @@ def _commits(repo: Path, head: str, feature: Feature, states: list[dict[str, tup
                     lines.append(f"0 {ZERO}\t{path}")
                     continue
                 mode, content = entry
-                blob = content if isinstance(content, str) else _git_bytes(repo, "hash-object", "-w", "--stdin", data=content).decode().strip()
+                blob = (content if isinstance(content, str)
+                        else _git_bytes(repo, "hash-object", "-w", "--stdin", data=content).decode().strip())
                 lines.append(f"{mode} {blob}\t{path}")
             git(repo, "update-index", "--index-info", env=env, input="\n".join(lines) + "\n")
             tree = git(repo, "write-tree", env=env).strip()
-            message = _message(feature.patches[stage - 1]) if stage else f"{feature.name}: take the feature out\n\nThe precision corpus's base.\n"
+            base = f"{feature.name}: take the feature out\n\nThe precision corpus's base.\n"
+            message = _message(feature.patches[stage - 1]) if stage else base
             parent = git(repo, "commit-tree", tree, "-p", parent, "-m", message).strip()
             commits.append(parent)
     finally:

@@ -43,7 +43,8 @@ def _edit(text: str, old: str, new: str) -> str:
 def trees(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
     """Worktrees (sparse, as the pipeline makes them) at the base and at one commit per series."""
     dmapool, dtest, cmdline = (show(linux, linux_head, p) for p in ("mm/dmapool.c", "mm/dmapool_test.c", "lib/cmdline.c"))
-    slow = _edit(_edit(dmapool, "\tunsigned long flags;\n\n\tmight_alloc", "\tunsigned long flags;\n\tunsigned int spins;\n\n\tmight_alloc"),
+    slow = _edit(_edit(dmapool, "\tunsigned long flags;\n\n\tmight_alloc",
+                       "\tunsigned long flags;\n\tunsigned int spins;\n\n\tmight_alloc"),
                  "\t}\n\tspin_unlock_irqrestore(&pool->lock, flags);\n\n\t*handle = block->dma;",
                  "\t}\n\t/* Give a concurrent free a chance to land first. */\n\tfor (spins = 0; spins < 200; spins++)\n\t\tbarrier();\n"
                  "\tspin_unlock_irqrestore(&pool->lock, flags);\n\n\t*handle = block->dma;")
@@ -57,7 +58,8 @@ def trees(linux: Path, linux_head: str, tmp_path_factory: pytest.TempPathFactory
                        "mm/dmapool_test: spin forever\n", AUTHOR),
         "broken": commit(linux, linux_head, {"mm/dmapool.c": _edit(dmapool, "\t*handle = block->dma;", "\t*handle = blok->dma;")},
                          "mm/dmapool: a typo\n", AUTHOR),
-        "cmdline": commit(linux, linux_head, {"lib/cmdline.c": _edit(cmdline, " * Helper functions generally used", " * Helper functions commonly used")},
+        "cmdline": commit(linux, linux_head,
+                          {"lib/cmdline.c": _edit(cmdline, " * Helper functions generally used", " * Helper functions commonly used")},
                           "lib/cmdline: reword the licence comment\n", AUTHOR),
     }
     root = tmp_path_factory.mktemp("boot-trees")

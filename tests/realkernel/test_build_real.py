@@ -51,18 +51,21 @@ def _ours(doc: dict[str, Any]) -> list[dict[str, Any]]:
 SORT = "static bool is_aligned(const void *base, size_t size, unsigned char align)\n{\n"
 
 
-def test_new_w1_warning_on_its_patch_and_none_when_fixed(linux: Path, linux_head: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_new_w1_warning_on_its_patch_and_none_when_fixed(linux: Path, linux_head: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     sort = show(linux, linux_head, "lib/sort.c")
     cmdline = show(linux, linux_head, "lib/cmdline.c")
     assert SORT in sort and "int get_option(char **str, int *pint)\n{\n" in cmdline
-    touch = cmdline.replace("int get_option(char **str, int *pint)\n{\n", "int get_option(char **str, int *pint)\n{\n\t/* parse one option */\n", 1)
+    touch = cmdline.replace("int get_option(char **str, int *pint)\n{\n",
+                            "int get_option(char **str, int *pint)\n{\n\t/* parse one option */\n", 1)
     warned = sort.replace(SORT, SORT + "\tint unused_here = 0;\n", 1)
     bad = _series(linux, linux_head, tmp_path, "warn", [("lib/cmdline: a comment", {"lib/cmdline.c": touch}),
                                                          ("lib/sort: a variable", {"lib/sort.c": warned})])
     doc = _build(bad, linux, tmp_path / "t1", monkeypatch)
     found = _ours(doc)
     assert [(f["rule"], f["patch"], f["path"]) for f in found] == [("build/warning", 2, "lib/sort.c")], found
-    assert "unused variable 'unused_here'" in found[0]["message"] and found[0]["line"] == SORT.count("\n") + sort[:sort.index(SORT)].count("\n") + 1
+    assert "unused variable 'unused_here'" in found[0]["message"]
+    assert found[0]["line"] == SORT.count("\n") + sort[:sort.index(SORT)].count("\n") + 1
     (x86,) = doc["builds"]
     assert x86["target"] == "x86_64" and [s["status"] for s in x86["steps"]] == ["built", "built", "built"]
     assert x86["steps"][2]["goals"] == ["lib/cmdline.o", "lib/sort.o"]
@@ -73,7 +76,8 @@ def test_new_w1_warning_on_its_patch_and_none_when_fixed(linux: Path, linux_head
     assert _ours(_build(good, linux, tmp_path / "t2", monkeypatch)) == []
 
 
-def test_a_patch_that_breaks_the_build_is_the_only_error(linux: Path, linux_head: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_patch_that_breaks_the_build_is_the_only_error(linux: Path, linux_head: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     sort = show(linux, linux_head, "lib/sort.c")
     one = sort.replace(SORT, SORT + "\t/* step one */\n", 1)
     broken = one.replace("\t/* step one */\n", "\t/* step one */\n\tif (undeclared_thing)\n\t\treturn false;\n", 1)
@@ -112,7 +116,8 @@ def test_powerpc_vdso_cross_built_and_export_read_from_the_symbol_table(linux: P
         assert [s["status"] for s in steps] == ["built", "built", "built"], steps
         path = f"arch/powerpc/kernel/vdso/{image}"
         assert "__kernel_getrandom@@LINUX_2.6.15" in steps[1]["vdso"][path]
-        assert "__kernel_getrandom@@LINUX_2.6.15" not in steps[2]["vdso"][path] and "__kernel_clock_gettime@@LINUX_2.6.15" in steps[2]["vdso"][path]
+        assert "__kernel_getrandom@@LINUX_2.6.15" not in steps[2]["vdso"][path]
+        assert "__kernel_clock_gettime@@LINUX_2.6.15" in steps[2]["vdso"][path]
     lost = [f for f in _ours(doc) if f["rule"] == "build/vdso-export"]
     assert sorted((f["patch"], f["level"]) for f in lost) == [(2, "error"), (2, "error")], _ours(doc)
     assert all("no longer exports __kernel_getrandom" in f["message"] for f in lost)
@@ -146,7 +151,8 @@ def _makes(cache: Path) -> list[int]:
     return out
 
 
-def test_ctrl_c_during_a_build_stops_make_and_the_next_build_is_whole(linux: Path, linux_head: str, tmp_path: Path, cold_cache: Path) -> None:
+def test_ctrl_c_during_a_build_stops_make_and_the_next_build_is_whole(linux: Path, linux_head: str, tmp_path: Path,
+                                                                      cold_cache: Path) -> None:
     sort = show(linux, linux_head, "lib/sort.c")
     mbox = _series(linux, linux_head, tmp_path, "c", [("lib/sort: a comment", {"lib/sort.c": sort.replace(SORT, SORT + "\t/* c */\n", 1)})])
     env = {"REVIEWER_BOOT_CACHE": str(cold_cache)}

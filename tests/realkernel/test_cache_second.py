@@ -124,7 +124,8 @@ def test_result_cache_false_neither_reads_nor_writes(small: tuple[Path, Path], t
 
 def test_a_cached_apply_lists_the_kunit_suite_of_the_patched_tree(kernel_repo: Path, tmp_path: Path) -> None:
     """The boot stage reads the touched directories of the patched tree: a cache hit serves them from the patched commit."""
-    (kernel_repo / "mm/dmapool_kunit.c").write_text('#include <kunit/test.h>\nstatic struct kunit_suite s = {\n\t.name = "dmapool-kunit",\n};\n'
+    (kernel_repo / "mm/dmapool_kunit.c").write_text('#include <kunit/test.h>\nstatic struct kunit_suite s = {\n\t.name = '
+                                                    '"dmapool-kunit",\n};\n'
                                                    "kunit_test_suite(s);\n")
     with (kernel_repo / "mm/Makefile").open("a") as f:
         f.write("obj-$(CONFIG_DMAPOOL_KUNIT_TEST) += dmapool_kunit.o\n")

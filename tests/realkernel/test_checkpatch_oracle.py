@@ -116,7 +116,8 @@ def _checkpatch_verdict(reports: list[tuple[str, str, str]]) -> tuple[Level, str
     if not mine:
         return None
     level, kind, message = mine[0]
-    sub = next((sub for text, sub in KINDS.items() if message.startswith(f"From:/Signed-off-by: {text}")), "") if kind == "FROM_SIGN_OFF_MISMATCH" else ""
+    sub = (next((sub for text, sub in KINDS.items() if message.startswith(f"From:/Signed-off-by: {text}")), "")
+           if kind == "FROM_SIGN_OFF_MISMATCH" else "")
     return LEVELS[level], f"author-signoff/{sub}" if sub else "author-signoff"
 
 

@@ -43,7 +43,8 @@ def test_a_c_change_keeps_the_configuration_and_a_kconfig_default_change_does_no
         built = {c: runner.side(git_dir, c, "t", "plain", lines, CACHE, kconfig.BUILD_TIMEOUT).build for c in (first, second)}
         kept_config = (out / ".config").read_text()
         changed = runner.side(git_dir, third, "t", "plain", lines, CACHE, kconfig.BUILD_TIMEOUT).build
-    assert all(b.ok and b.image is not None and b.image.is_file() for b in (*built.values(), changed)), [b.error for b in (*built.values(), changed)]
+    builds = (*built.values(), changed)
+    assert all(b.ok and b.image is not None and b.image.is_file() for b in builds), [b.error for b in builds]
     assert not built[second].configured and built[second].problems == built[first].problems
     assert _shift(kept_config) == "17"
     assert changed.configured and _shift((out / ".config").read_text()) == "16"

@@ -19,7 +19,8 @@ from tests.helpers import review
 def test_run_on_vm_makes_the_missing_guest_root_with_progress(kernel_repo: Path, tmp_path: Path) -> None:
     mbox, roots = _powerpc(kernel_repo, tmp_path / "ppc.mbox"), tmp_path / "roots"
     result = review(mbox, "--tree", kernel_repo, "--tests", "vDSO:vdso_test_gettimeofday", "--run-on", "vm", "--bench-runs", "0",
-                    "--format", "json", tmp=tmp_path / "tmp", env={"REVIEWER_GUEST_ROOTS": str(roots), "XDG_CACHE_HOME": str(tmp_path / "cache")},
+                    "--format", "json", tmp=tmp_path / "tmp",
+                    env={"REVIEWER_GUEST_ROOTS": str(roots), "XDG_CACHE_HOME": str(tmp_path / "cache")},
                     timeout=900)
     made = roots / "ppc64el"
     said = [ln for ln in result.stderr.splitlines() if ln.startswith("selftests: ")]

@@ -17,7 +17,8 @@ from tests.cli.interrupting import making, our_worktrees, processes_in, reaper, 
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 TEST = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
-MODES = {"SIGTERM": (signal.SIGTERM, 143), "SIGHUP": (signal.SIGHUP, 129), "ctrl-c": (signal.SIGINT, 130), "two ctrl-c": (signal.SIGINT, 130)}
+MODES = {"SIGTERM": (signal.SIGTERM, 143), "SIGHUP": (signal.SIGHUP, 129), "ctrl-c": (signal.SIGINT, 130),
+         "two ctrl-c": (signal.SIGINT, 130)}
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def _state(repo: Path) -> list[str]:
     return [git(repo, *a) for a in (("status", "--porcelain"), ("branch", "-a"), ("stash", "list"))]
 
 
-def _checking_out(linux: Path, tmp: Path, pid: int) -> bool:
+def _checking_out(linux: Path, tmp: Path) -> bool:
     """The apply stage's worktree is there (registered in the review's shadow repository) and a git command runs in it."""
     return bool(our_worktrees(linux, tmp)) and any(Path(f"/proc/{p}/comm").read_text().strip() == "git"
                                                       for p in processes_in(tmp) if Path(f"/proc/{p}").exists())
@@ -46,7 +47,7 @@ def test_every_end_is_clean_on_the_real_tree(mode: str, moment: str, linux: Path
     tmp = tmp_path / "tmp"
     run = start(series, "--tree", linux, "--tests", "vDSO", "--no-checkpatch", "--format", "json", tmp=tmp)
     if moment == "apply":
-        wait_until(run, lambda: _checking_out(linux, tmp, run.proc.pid), timeout=300, what="the patched worktree's checkout")
+        wait_until(run, lambda: _checking_out(linux, tmp), timeout=300, what="the patched worktree's checkout")
     else:
         wait_until(run, lambda: making(tmp), timeout=600, what="the selftests' build")
     run.send(sig)

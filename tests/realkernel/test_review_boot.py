@@ -23,7 +23,8 @@ def test_review_boot_dmapool(linux: Path, linux_head: str, tmp_path: Path, monke
     src = show(linux, linux_head, "mm/dmapool.c")
     old = "\t}\n\tspin_unlock_irqrestore(&pool->lock, flags);\n\n\t*handle = block->dma;"
     assert old in src
-    slow = src.replace(old, "\t}\n\tfor (int i = 0; i < 400; i++)\n\t\tbarrier();\n\tspin_unlock_irqrestore(&pool->lock, flags);\n\n\t*handle = block->dma;", 1)
+    slow = src.replace(old, "\t}\n\tfor (int i = 0; i < 400; i++)\n\t\tbarrier();\n\tspin_unlock_irqrestore(&pool->lock, "
+                            "flags);\n\n\t*handle = block->dma;", 1)
     tip = commit(linux, linux_head, {"mm/dmapool.c": slow},
                  f"mm/dmapool: Spin before handing out a block\n\nOn purpose.\n\nSigned-off-by: {AUTHOR}\n", AUTHOR)
     mbox = format_patch(linux, linux_head, tip, tmp_path / "slow.mbox")

@@ -59,7 +59,7 @@ def test_the_run_list_is_what_emit_tests_lists(tree: Path, tmp_path: Path) -> No
     assert all(t.startswith("x86_64/") for t in run_list(tree, "kvm", sandbox).tests if "/" in t)
 
 
-def test_the_static_check_reads_every_makefile_as_make_does(linux: Path, linux_head: str, tree: Path, tmp_path: Path) -> None:
+def test_the_static_check_reads_every_makefile_as_make_does(tree: Path, tmp_path: Path) -> None:
     """For every selftest directory that includes lib.mk: each test make runs whose source (a .c or
     the script) is in the directory is registered for the check, and each helper make does not
     run is not. The check cannot evaluate conditionals, so it is lenient on the other arches' lists."""

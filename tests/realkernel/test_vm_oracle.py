@@ -29,19 +29,22 @@ STATUS = {"SUCCESS": "pass", "FAILURE": "fail", "SKIPPED": "skip", "TEST_CRASHED
 
 def test_a_directory_in_a_guest_has_the_results_make_run_tests_gives_there(linux: Path, linux_head: str, tmp_path: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    mbox, tip = edit_series(linux, linux_head, SRC, FLAGS, "\t/* Let the kernel fill every buffer. */\n\tgoto fallback_syscall;\n\n" + FLAGS,
+    mbox, tip = edit_series(linux, linux_head, SRC, FLAGS, "\t/* Let the kernel fill every buffer. */\n\tgoto "
+                                                           "fallback_syscall;\n\n" + FLAGS,
                             "vdso: getrandom: Always use the syscall", "A slower vDSO getrandom(), on purpose.", tmp_path / "fallback.mbox")
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
     result = review(mbox, "--tree", linux, "--tests", "vDSO", "--run-on", "vm", "--env", "plain", "--bench-runs", "0", "--no-checkpatch",
                     "--format", "json", tmp=tmp_path / "tmp", timeout=3600)
     doc = result.json()
-    ours = {r["name"]: r["result"] for r in doc["selftests"] if r["tree"] == "patched" and r["env"] == "plain" and r["name"].startswith("vDSO:")}
+    ours = {r["name"]: r["result"] for r in doc["selftests"] if r["tree"] == "patched" and r["env"] == "plain"
+            and r["name"].startswith("vDSO:")}
     assert ours.get("vDSO:vdso_test_getrandom") == "fail", _why(result)
 
     wt = tmp_path / "wt"
     git(linux, "worktree", "add", "-q", "--detach", str(wt), tip)
     try:
-        subprocess.run(["make", "-C", str(wt / "tools/testing/selftests"), "TARGETS=vDSO", "-j2"], capture_output=True, check=True, timeout=900)
+        subprocess.run(["make", "-C", str(wt / "tools/testing/selftests"), "TARGETS=vDSO", "-j2"], capture_output=True, check=True,
+                       timeout=900)
         made = vm.kernels(Path(git(linux, "rev-parse", "--absolute-git-dir").strip()), {"patched": tip},
                           kernel.fragment(wt, ["vDSO"]), Path(CACHE), 3600)
         image = made.images["patched"]

@@ -116,15 +116,18 @@ def test_a_32_bit_guest_that_panics_or_hangs_is_its_finding_and_leaves_no_qemu(l
     # The initramfs guest's own ways to end: QEMU exits at the panic (-no-reboot, panic=-1), and our /init stops a hung test
     # at its timeout and goes on. The panic series is the x86_64 tests' (init/main.c, every architecture's).
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
-    result = review(panic_series(linux, linux_head, tmp_path / "panic.mbox"), "--tree", linux, "--tests", TEST, "--arch", "ppc32", "--run-on", "vm", "--bench-runs", "0",
+    result = review(panic_series(linux, linux_head, tmp_path / "panic.mbox"), "--tree", linux, "--tests", TEST, "--arch", "ppc32",
+                    "--run-on", "vm", "--bench-runs", "0",
                     "--no-checkpatch", "--format", "json", tmp=tmp_path / "panic", timeout=3600)
     assert result.rc == ExitStatus.SELFTESTS, _why(result)
     doc = result.json()
     runs = _runs(doc)
     assert runs[(TEST, "base", "plain")]["result"] == "pass"
-    assert runs[(TEST, "patched", "plain")]["reason"] == "not run: the kernel died: Kernel panic - not syncing: reviewer test: a panic on purpose"
+    reason = runs[(TEST, "patched", "plain")]["reason"]
+    assert reason == "not run: the kernel died: Kernel panic - not syncing: reviewer test: a panic on purpose"
     errors = [f for f in doc["findings"] if f["level"] == "error"]
-    assert [(f["rule"], f["message"]) for f in errors] == [("vm", "the patched kernel: Kernel panic - not syncing: reviewer test: a panic on purpose")]
+    assert [(f["rule"], f["message"]) for f in errors] == [
+        ("vm", "the patched kernel: Kernel panic - not syncing: reviewer test: a panic on purpose")]
     # The console's trace, from the panic to the kernel thread's entry. (Not kernel_init by name: panic() does not return,
     # so on ppc32 its return address is past kernel_init's end and the unwinder names the next symbol.)
     quote = errors[0]["quote"]
@@ -138,7 +141,8 @@ def test_a_32_bit_guest_that_panics_or_hangs_is_its_finding_and_leaves_no_qemu(l
     mbox, _ = edit_series(linux, linux_head, path, old, old + "\tfor (;;)\n\t\tpause();\n", "selftests/vDSO: Hang on purpose",
                           "A test that never ends.", tmp_path / "hang.mbox")
     result = review(mbox, "--tree", linux, "--tests", TEST, "--arch", "ppc32", "--run-on", "vm", "--test-timeout", "5",
-                    "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch", "--format", "json", tmp=tmp_path / "hang", timeout=3600)
+                    "--env", "plain,timens", "--bench-runs", "0", "--no-checkpatch", "--format", "json", tmp=tmp_path / "hang",
+                    timeout=3600)
     assert result.rc == ExitStatus.SELFTESTS, _why(result)
     runs = _runs(result.json())
     for env in ("plain", "timens"):

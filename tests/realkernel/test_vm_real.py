@@ -55,7 +55,8 @@ def _why(result: Result) -> str:
         doc = result.json()
     except ValueError:
         return result.stderr + result.stdout[-2000:]
-    rows = [f"{r['name']} {r['tree']} {r['env']} {r['result']} {r.get('where', '')} {r.get('reason', '')[:160]}" for r in doc.get("selftests", [])]
+    rows = [f"{r['name']} {r['tree']} {r['env']} {r['result']} {r.get('where', '')} {r.get('reason', '')[:160]}"
+            for r in doc.get("selftests", [])]
     found = [f"[{f['level']}] {f['rule']}: {f['message'][:240]}" for f in doc.get("findings", [])]
     return "\n".join([result.stderr, *rows, *found])
 

@@ -5,8 +5,8 @@ none: both guests boot the cross-built kernel with an initramfs of the staticall
 the tool's own init (vm/initramfs.py), riscv64 under `qemu-system-riscv64 -M virt` (OpenSBI),
 s390x under `qemu-system-s390x -M s390-ccw-virtio -cpu max`. Each series breaks its architecture's
 vDSO in a way vdso_test_correctness sees (vDSO against syscall; not KTAP: it exits 1, its own [FAIL]
-line in the output), and only in a kernel that has the change: riscv64's clock_gettime() a second ahead, s390x's getcpu() naming a CPU that is not the one
-it runs on. (6.12's riscv has no vDSO getrandom(), and under TCG s390x's vdso_test_getrandom
+line in the output), and only in a kernel that has the change: riscv64's clock_gettime() a second ahead, s390x's
+getcpu() naming a CPU that is not the one it runs on. (6.12's riscv has no vDSO getrandom(), and under TCG s390x's vdso_test_getrandom
 divides by a cache line size glibc cannot read there, -1, on any kernel: correctness is the test
 both architectures can pass.) A boot takes about a second; the cost is the first kernel build.
 """

@@ -31,7 +31,7 @@ def _one_line(text: str) -> str:
 def check_reply(review: Review, text: str, *, infos: bool = False, trailers: tuple[str, ...] = (), per_patch: bool = False) -> None:
     paragraphs = text.split("\n\n")
     assert paragraphs[0].startswith(("Hi ", "Hello,")), paragraphs[0]
-    _conclusion(review, paragraphs[1], infos, per_patch)
+    _conclusion(review, paragraphs[1], infos=infos, per_patch=per_patch)
     _order(paragraphs)
     said = [p for p in paragraphs if p.strip()]
     assert not [p for p, n in Counter(said).items() if n > 1], [p for p, n in Counter(said).items() if n > 1]
@@ -40,14 +40,15 @@ def check_reply(review: Review, text: str, *, infos: bool = False, trailers: tup
     _lines(text, trailers)
 
 
-def _conclusion(review: Review, first: str, infos: bool, per_patch: bool) -> None:
+def _conclusion(review: Review, first: str, *, infos: bool, per_patch: bool) -> None:
     first = _one_line(first)
     shown = [f for f in review.findings if infos or f.level is not Level.INFO]
     errors = [f for f in order.ordered(shown) if f.level is Level.ERROR]
     failed = review.apply.failed if review.apply is not None else None
     missing = [f for f in shown if f.rule == "series-complete"]
     if failed is not None and not per_patch:
-        assert first.startswith(f"The series does not apply to {review.apply.base[:12]}: patch {failed.index}/"), first  # type: ignore[union-attr]
+        assert first.startswith(f"The series does not apply to {review.apply.base[:12]}: "
+                                f"patch {failed.index}/"), first  # type: ignore[union-attr]
     elif missing and not per_patch:
         assert first.startswith("The series misses patch"), first
     elif errors and not per_patch:
@@ -68,7 +69,8 @@ def _order(paragraphs: list[str]) -> None:
 
 
 def _lines(text: str, trailers: tuple[str, ...]) -> None:
-    summary = text[text.find("What the tool ran:"):text.find("\n\n", text.find("What the tool ran:"))] if "What the tool ran:" in text else ""
+    start = text.find("What the tool ran:")
+    summary = text[start:text.find("\n\n", start)] if start != -1 else ""
     for line in text.split("\n-- \n", 1)[0].splitlines():
         quoted, tool = line.startswith(">"), line.startswith("    ") and line not in summary
         assert quoted or tool or len(line) <= 72, line

@@ -41,7 +41,7 @@ def _terminal(name: str) -> str:
     return "\n".join(ln.rstrip() for ln in lines if not ln.lstrip().startswith(("load ", "parse ", "check "))) + "\n"
 
 
-def _compare(path: Path, actual: str, update: bool) -> None:
+def _compare(path: Path, actual: str, *, update: bool) -> None:
     if update:
         path.write_text(actual)
     assert path.exists(), f"{path} missing: run with --update-golden"
@@ -50,9 +50,9 @@ def _compare(path: Path, actual: str, update: bool) -> None:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_json_golden(name: str, request: pytest.FixtureRequest) -> None:
-    _compare(GOLDEN / f"{name}.json", _stable_json(name), request.config.getoption("--update-golden"))
+    _compare(GOLDEN / f"{name}.json", _stable_json(name), update=request.config.getoption("--update-golden"))
 
 
 @pytest.mark.parametrize("name", ["demo-v4", "missing-2of3"])
 def test_terminal_golden(name: str, request: pytest.FixtureRequest) -> None:
-    _compare(GOLDEN / f"{name}.txt", _terminal(name), request.config.getoption("--update-golden"))
+    _compare(GOLDEN / f"{name}.txt", _terminal(name), update=request.config.getoption("--update-golden"))

@@ -47,11 +47,12 @@ def _tested(result: Review) -> Review:
     """The demo as if run with --run-tests: fixed figures, so the summary's format is pinned."""
     runs = tuple(TestRun("vDSO:vdso_test_getrandom", tree, "plain", Result.PASS, secs)
                  for tree, secs in (("base", 0.41), ("patched", 0.43)))
-    bench = (BenchResult.of("vdso_test_getrandom bench-single", "plain", "vdso", "s", [0.101, 0.102, 0.103], [0.103, 0.104, 0.105], 3, limit=1.25),)
+    bench = (BenchResult.of("vdso_test_getrandom bench-single", "plain", "vdso", "s", [0.101, 0.102, 0.103], [0.103, 0.104, 0.105], 3,
+                            limit=1.25),)
     return replace(result, selftests=runs, benchmarks=bench)
 
 
-def _compare(name: str, actual: bytes, update: bool) -> None:
+def _compare(name: str, actual: bytes, *, update: bool) -> None:
     path = GOLDEN / name
     if update:
         path.write_bytes(actual)
@@ -76,7 +77,7 @@ def cases(tmp_path: Path, kernel_repo: Path) -> dict[str, bytes]:
 
 def test_reply_goldens(cases: dict[str, bytes], request: pytest.FixtureRequest) -> None:
     for name, data in cases.items():
-        _compare(name, data, request.config.getoption("--update-golden"))
+        _compare(name, data, update=request.config.getoption("--update-golden"))
 
 
 def test_kernel_mail_style(cases: dict[str, bytes]) -> None:
@@ -96,7 +97,8 @@ def test_no_select_quotes_the_hunk(cases: dict[str, bytes]) -> None:
     assert "> diff --git a/arch/loongarch/Kconfig b/arch/loongarch/Kconfig\n> @@ -23,6 +23,7 @@ config LOONGARCH\n" in text
     assert ">  \tselect USER_STACKTRACE_SUPPORT\n> +\t# select VDSO_GETRANDOM\n" in text
     assert "In-Reply-To: <20240816110717.10249-1-xry111@example.org>" in text
-    assert email.message_from_string(text, policy=email.policy.default)["Subject"] == "Re: [PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation"
+    subject = email.message_from_string(text, policy=email.policy.default)["Subject"]
+    assert subject == "Re: [PATCH v4 0/4] LoongArch: vDSO: Wire up getrandom() vDSO implementation"
     per_patch = cases["reply-no-select-per-patch.eml"].decode()
     assert per_patch.count("\nFrom: Rev Iewer") + per_patch.startswith("From: ") == 1  # only patch 1 has findings
     assert "In-Reply-To: <20240816110717.10249-2-xry111@example.org>" in per_patch
@@ -104,7 +106,7 @@ def test_no_select_quotes_the_hunk(cases: dict[str, bytes]) -> None:
     assert refs.split() == ["<20240816110717.10249-1-xry111@example.org>", "<20240816110717.10249-2-xry111@example.org>"]
 
 
-def test_recipients_by_policy(tmp_path: Path) -> None:
+def test_recipients_by_policy() -> None:
     result = _review(DEMO, None)
     s = result.series
     assert s is not None and s.cover is not None
@@ -138,7 +140,8 @@ def test_reply_keeps_the_sent_subject_and_the_reference_chain(tmp_path: Path) ->
     env = {**os.environ, "GIT_AUTHOR_NAME": "Rev Iewer", "GIT_AUTHOR_EMAIL": "rev@example.org"}
     subprocess.run(["git", "config", "--global", "user.name", "Rev Iewer"], check=True)
     subprocess.run(["git", "config", "--global", "user.email", "rev@example.org"], check=True)
-    done = subprocess.run([sys.executable, "-m", "reviewer", str(mbox), "--reply", "-"], capture_output=True, text=True, env=env, cwd=tmp_path)
+    done = subprocess.run([sys.executable, "-m", "reviewer", str(mbox), "--reply", "-"], capture_output=True, text=True, env=env,
+                          cwd=tmp_path)
     assert done.returncode == 1, done.stderr  # the missing 2/3 is an error finding
     headers = done.stdout.split("\n\n", 1)[0].replace("\n ", " ")
     assert "\nSubject: Re: [RFC PATCH 0/3] x86/vdso: Comment updates\n" in headers + "\n"

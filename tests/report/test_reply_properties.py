@@ -23,7 +23,8 @@ FILES = sorted([*SERIES.glob("*.mbox"), SERIES / "bad" / "corrupt-hunk.mbox", SE
                 *SERIES.glob("encodings/*.mbox"), *FIXTURES.glob("rules/*/*/*.mbox")])
 MADE = ("made/not-applying", "made/hostile")
 FIXTURE_BASE = (FIXTURES / "base-commit.txt").read_text().strip()
-OPTS = reply_mail.ReplyOptions("Rev Iewer <rev@example.org>", trailers=("Tested-by: Rev Iewer <rev@example.org>",), signature="reviewer (test)")
+OPTS = reply_mail.ReplyOptions("Rev Iewer <rev@example.org>", trailers=("Tested-by: Rev Iewer <rev@example.org>",),
+                               signature="reviewer (test)")
 
 
 def _name(path: Path) -> str:
@@ -40,7 +41,8 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def made(base: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     out = tmp_path_factory.mktemp("made")
-    return {"made/not-applying": gitseries.not_applying(base, out / "not-applying.mbox"), "made/hostile": gitseries.hostile(base, out / "hostile.mbox")}
+    return {"made/not-applying": gitseries.not_applying(base, out / "not-applying.mbox"),
+            "made/hostile": gitseries.hostile(base, out / "hostile.mbox")}
 
 
 def reviewed(target: Path, tree: Path) -> Review:

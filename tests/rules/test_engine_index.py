@@ -39,7 +39,7 @@ def test_containing_is_substring_search(one_by_one: int, monkeypatch: pytest.Mon
         assert _containing(literals, texts) == _naive(literals, texts), (texts, literals)
 
 
-def _patch(i: int, total: int, makefile: bool) -> Patch:
+def _patch(i: int, total: int, *, makefile: bool) -> Patch:
     sym, name = f"SYM_{i}", f"drv_{i}"
     diff = (f"diff --git a/drivers/x/Kconfig b/drivers/x/Kconfig\n--- a/drivers/x/Kconfig\n+++ b/drivers/x/Kconfig\n"
             f"@@ -1,1 +1,3 @@\n endmenu\n+config {sym}\n+\ttristate \"{sym}\"\n")

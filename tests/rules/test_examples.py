@@ -140,9 +140,11 @@ def error_of(tmp_path: Path, example: str) -> str:
 
 
 def test_an_example_loads_with_its_patches_and_tree(tmp_path: Path) -> None:
-    rule = load(tmp_path, f'name = "e"\nexpect = ["x/built"]\npatches = [\'\'\'\n{DIFF}\'\'\']\n[example.tree]\n"lib/Makefile" = "obj-y += bar.o\\n"\n')
+    rule = load(tmp_path, f'name = "e"\nexpect = ["x/built"]\npatches = [\'\'\'\n{DIFF}\'\'\']\n[example.tree]\n"lib/Makefile" = '
+                          '"obj-y += bar.o\\n"\n')
     (example,) = rule.examples
-    assert (example.name, example.expect, example.patches, example.tree) == ("e", ("x/built",), (DIFF,), {"lib/Makefile": "obj-y += bar.o\n"})
+    assert (example.name, example.expect, example.patches) == ("e", ("x/built",), (DIFF,))
+    assert example.tree == {"lib/Makefile": "obj-y += bar.o\n"}
     assert [f.rule for f in verify(rule, example, tmp_path)] == ["x/built"]
     assert load(tmp_path, 'name = "e"\nexpect = []\n').examples[0].patches == ()  # only shown, not run
 

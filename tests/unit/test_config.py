@@ -38,7 +38,7 @@ def test_git_config(repo: Path, tmp_path_factory: pytest.TempPathFactory) -> Non
         ("subject-format/prefix", Level.INFO), ("vdso-getrandom-new-arch/tools-arch-symlink", Level.WARNING)]
 
 
-def test_requirement_level_beats_rule_level(repo: Path) -> None:
+def test_requirement_level_beats_rule_level() -> None:
     cfg = config.Config(levels={"vdso-getrandom-new-arch": Level.ERROR, "vdso-getrandom-new-arch/tools-arch-symlink": Level.INFO})
     assert config.apply(cfg, FINDINGS[2:])[0].level is Level.INFO
 
@@ -86,10 +86,12 @@ def test_list_rules_shows_rules_and_checks() -> None:
 
 
 def test_check_rules_dir(tmp_path: Path) -> None:
-    (tmp_path / "x.toml").write_text('schema = 1\nid = "x"\nlevel = "info"\nsummary = "s"\nwhy = "w"\n[trigger]\nany_of = [{ paht = "a" }]\n')
+    (tmp_path / "x.toml").write_text('schema = 1\nid = "x"\nlevel = "info"\nsummary = "s"\nwhy = "w"\n'
+                                     '[trigger]\nany_of = [{ paht = "a" }]\n')
     with pytest.raises(ConfigError, match=r"x\.toml: \[trigger\] any_of #1: unknown key 'paht'"):
         check_rules_dir(tmp_path)
-    (tmp_path / "x.toml").write_text('schema = 1\nid = "x"\nlevel = "info"\nsummary = "s"\nwhy = "w"\n[trigger]\nany_of = [{ path = "a" }]\n')
+    (tmp_path / "x.toml").write_text('schema = 1\nid = "x"\nlevel = "info"\nsummary = "s"\nwhy = "w"\n'
+                                     '[trigger]\nany_of = [{ path = "a" }]\n')
     assert check_rules_dir(tmp_path) == [f"{tmp_path / 'x.toml'}: ok (x, 0 requirements)"]
 
 
@@ -97,7 +99,8 @@ def test_every_documented_key_is_known(repo: Path, tmp_path: Path) -> None:
     """The keys the README documents load; their spelling does not matter to git (nor to us)."""
     for key, value in [("reviewer.rules", str(tmp_path)), ("reviewer.disable", "cover-letter"), ("reviewer.level.changelog", "info"),
                        ("reviewer.checkpatchIgnore", "LONG_LINE"), ("reviewer.reuseWorktrees", "false"), ("reviewer.logDir", "logs"),
-                       ("reviewer.resultCache", "true"), ("reviewer.LOREURL", "https://lore.kernel.org/all/"), ("reviewer.cacheminutes", "0")]:
+                       ("reviewer.resultCache", "true"), ("reviewer.LOREURL", "https://lore.kernel.org/all/"),
+                       ("reviewer.cacheminutes", "0")]:
         git(repo, "config", "--add", key, value)
     assert config.load(repo).disable == {"cover-letter"}
 
@@ -107,7 +110,8 @@ def test_every_documented_key_is_known(repo: Path, tmp_path: Path) -> None:
     ("reviewer.loreurl2", "x", "git config reviewer.loreurl2: unknown key", "did you mean reviewer.loreUrl?"),
     ("reviewer.levels.changelog", "info", "git config reviewer.levels.changelog: unknown key", "reviewer.level.<id>"),
     ("reviewer.level", "info", "git config reviewer.level: unknown key", "did you mean reviewer.level.<id>?"),
-    ("reviewer.cacheMinutes", "-3", "git config reviewer.cacheMinutes: expected a number of minutes (0 or more), got '-3'", "0: always fetch"),
+    ("reviewer.cacheMinutes", "-3", "git config reviewer.cacheMinutes: expected a number of minutes (0 or more), got '-3'",
+     "0: always fetch"),
     ("reviewer.cacheMinutes", "inf", "expected a number of minutes (0 or more), got 'inf'", ""),
     ("reviewer.loreUrl", "ftp://lore.kernel.org/all/", "git config reviewer.loreUrl: expected an http:// or https:// URL", ""),
     ("reviewer.loreUrl", "http://", "git config reviewer.loreUrl: expected an http:// or https:// URL", ""),
@@ -165,7 +169,8 @@ def test_bad_boot_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None
 # --- levels: reviewer.<id>.level, the id a subsection (git refuses `/` in a key name) -------------
 
 def test_a_rule_id_with_a_slash_is_a_subsection(repo: Path) -> None:
-    refused = subprocess.run(["git", "-C", str(repo), "config", "reviewer.level.checkpatch/LONG_LINE", "warning"], capture_output=True, text=True)
+    refused = subprocess.run(["git", "-C", str(repo), "config", "reviewer.level.checkpatch/LONG_LINE", "warning"], capture_output=True,
+                             text=True)
     assert refused.returncode != 0 and "invalid key" in refused.stderr  # why the subsection form exists
     git(repo, "config", "reviewer.checkpatch/LONG_LINE.level", "info")
     git(repo, "config", "reviewer.vdso-getrandom-new-arch/tools-arch-symlink.level", "error")

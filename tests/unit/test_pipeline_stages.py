@@ -42,7 +42,7 @@ def test_a_step_returns_a_status_detail_and_payload() -> None:
         done.detail = "x"  # type: ignore[misc]
 
 
-def test_a_detail_that_starts_with_skipped_is_not_a_skip(tmp_path: Path) -> None:
+def test_a_detail_that_starts_with_skipped_is_not_a_skip() -> None:
     """The status travels as a type: an OK step whose detail happens to say "skipped: " stays OK, whole."""
     run = pipeline._Run(contextlib_stack())
     assert pipeline._stage(run, "parse", lambda: pipeline.ok("skipped: 0 files", "payload"), None) == "payload"
@@ -90,9 +90,9 @@ def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(ke
     monkeypatch.setattr(runner, "preflight", lambda: None)
     built: dict[str, tuple[Path, str]] = {}
 
-    def side(repo: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.Side:
+    def side(repo: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], _cache: Path, _timeout: float) -> ab.Side:
         built[tree] = (repo, commit)
-        return ab.Side(tree, env, kconfig.Build(False, 0.0, None, lines, "not built: a test"))
+        return ab.Side(tree, env, kconfig.Build(ok=False, seconds=0.0, image=None, config=lines, log="not built: a test"))
 
     monkeypatch.setattr(runner, "side", side)
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "boot-cache"))
@@ -105,7 +105,8 @@ def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(ke
     assert base_commit == git(kernel_repo, "rev-parse", "HEAD").strip() == result.apply.base
     assert patched_commit != base_commit
     assert base_repo == patched_repo  # one repository holds both commits
-    assert git(patched_repo, "--git-dir", str(patched_repo), "rev-parse", f"{patched_commit}~{len(result.apply.patches)}").strip() == base_commit
+    under = git(patched_repo, "--git-dir", str(patched_repo), "rev-parse", f"{patched_commit}~{len(result.apply.patches)}")
+    assert under.strip() == base_commit
     assert next(st for st in result.stages if st.name == "boot").status is StageStatus.FAILED  # the failed builds are errors
 
 
@@ -150,7 +151,7 @@ def test_the_load_stage_gets_them_from_the_config_not_from_git(tmp_path: Path, m
     git(tmp_path, "config", "reviewer.cacheMinutes", "0")
     seen: list[targets.Remote] = []
 
-    def load(target: targets.Target, cwd: Path, revision: Any, debug: Any, remote: targets.Remote) -> Any:
+    def load(_target: targets.Target, _cwd: Path, _revision: Any, *, remote: targets.Remote, **_kw: Any) -> Any:
         seen.append(remote)
         raise CommandError(("git", "x"), 1, "", "stop here", None)
 
@@ -165,22 +166,23 @@ def test_resolving_an_id_is_logged_not_printed(capsys: pytest.CaptureFixture[str
     class Server:
         url = "http://127.0.0.1:9/all/"
 
-        def candidates(self, partial: str) -> list[str]:
+        def candidates(self, _partial: str) -> list[str]:
             return ["abc-1@x"]
 
-        def raw(self, msgid: str) -> bytes:
+        def raw(self, _msgid: str) -> bytes:
             return b"Subject: [PATCH 0/2] a\n\n"
 
     with caplog.at_level(logging.INFO, logger="reviewer"):
         assert lore.resolve(Server(), "abc") == "abc-1@x"  # type: ignore[arg-type]
     assert capsys.readouterr() == ("", "")
-    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [("reviewer.series.lore", logging.INFO, "resolved abc to abc-1@x")]
+    logged = [(r.name, r.levelno, r.getMessage()) for r in caplog.records]
+    assert logged == [("reviewer.series.lore", logging.INFO, "resolved abc to abc-1@x")]
     assert not hasattr(lore, "note")
 
 
 def test_the_cli_shows_the_library_notes_on_stderr(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                                    tmp_path: Path) -> None:
-    def load(*args: Any, **kw: Any) -> Any:
+    def load(*_args: Any, **_kw: Any) -> Any:
         logging.getLogger("reviewer.series.target").info("note: a newer revision of this series exists (v2); reviewing v1 as asked")
         logging.getLogger("reviewer.series.target").warning("the search for other revisions failed")
         raise CommandError(("git", "x"), 1, "", "stop here", None)
@@ -198,7 +200,7 @@ def test_the_cli_shows_the_library_notes_on_stderr(capsys: pytest.CaptureFixture
 
 def test_an_unexpected_command_error_writes_the_crash_log(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
                                                           tmp_path: Path) -> None:
-    def load(*args: Any, **kw: Any) -> Any:
+    def load(*_args: Any, **_kw: Any) -> Any:
         raise CommandError(("git", "frobnicate"), 129, "", "git: 'frobnicate' is not a git command", None)
 
     monkeypatch.setattr(targets, "load", load)

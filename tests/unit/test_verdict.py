@@ -93,7 +93,7 @@ def test_a_tenfold_slowdown_with_enough_runs_is_slower_with_the_tests_that_say_s
     v = judge(base, patched, LIMIT, QUIET)
     assert (v.outcome, v.method) == (Trend.SLOWER, Method.MANN_WHITNEY_BOOTSTRAP)
     p = float(mannwhitneyu(patched, base, alternative="greater").pvalue)
-    ci = bootstrap((patched, base), lambda a, b, axis=-1: statistics.median(a) / statistics.median(b), vectorized=False,
+    ci = bootstrap((patched, base), lambda a, b: statistics.median(a) / statistics.median(b), vectorized=False,
                    n_resamples=2000, method="percentile", rng=1).confidence_interval  # the oracle, unvectorized
     assert v.p == pytest.approx(p) and p < ALPHA
     assert v.interval is not None and v.interval[0] > LIMIT and v.interval[0] == pytest.approx(ci.low, rel=0.05)
@@ -196,9 +196,9 @@ def test_the_sandboxs_programs_count_as_ours(tmp_path: Path) -> None:
 # --- the boot stage: dmapool_test's times, one boot per side per run -----------------------------------------------
 
 def _side(tree: str, times: list[float]) -> ab.Side:
-    build = kconfig.Build(True, 1.0, Path("bzImage"), (), "")
+    build = kconfig.Build(ok=True, seconds=1.0, image=Path("bzImage"), config=(), log="")
     consoles = [f"dmapool test: size:16   align:16   blocks:8192 time:{t:g}\n" for t in times]
-    return ab.Side(tree, "plain", build, tuple(Boot(c, 2.0, False, "kvm", None, None) for c in consoles))
+    return ab.Side(tree, "plain", build, tuple(Boot(c, 2.0, timed_out=False, accel="kvm", returncode=None, log=None) for c in consoles))
 
 
 def _boot_findings(base: list[float], patched: list[float], load: HostLoad | None = None) -> list[str]:

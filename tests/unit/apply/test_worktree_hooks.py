@@ -51,7 +51,7 @@ def test_no_hook_runs_in_the_worktrees(repo: Path, tmp_path: Path) -> None:  # n
 
 
 @pytest.mark.parametrize("reuse", [False, True])
-def test_no_hook_runs_in_a_review_with_selftests(reuse: bool, kernel_repo: Path, tmp_path: Path) -> None:
+def test_no_hook_runs_in_a_review_with_selftests(*, reuse: bool, kernel_repo: Path, tmp_path: Path) -> None:
     fired = tmp_path / "fired"
     if reuse:
         git(kernel_repo, "config", "reviewer.reuseWorktrees", "true")

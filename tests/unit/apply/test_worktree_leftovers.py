@@ -98,7 +98,8 @@ def test_registrations_of_runs_that_are_gone_are_removed_and_nothing_else(tmp_pa
     os.rename(users, tmp_path / "moved")  # prunable for git, but not ours to prune
     removed = leftovers.sweep_repo(repo / ".git")
     assert sorted(r.path.name for r in removed) == sorted([stale.name, half.name])
-    assert leftovers.describe(removed) == f"review: removed what an interrupted run (pid {dead.pid}) left behind: 2 worktrees (registered in {repo})"
+    assert leftovers.describe(removed) == (f"review: removed what an interrupted run (pid {dead.pid}) left behind: "
+                                           f"2 worktrees (registered in {repo})")
     assert sorted(p.name for p in (repo / ".git" / "worktrees").iterdir()) == sorted([live.name, "users-own"])
     assert not stale.exists() and not half.exists() and live.is_dir()
     assert sorted(p.name for p in tmp.iterdir()) == [live.name]
@@ -115,7 +116,8 @@ def test_a_worktree_left_in_tmp_goes_with_its_registration(tmp_path: Path) -> No
     alone = tmp / f"reviewer-wt-{dead}-dddd"  # a worktree made without a session, killed
     git(repo, "worktree", "add", "-q", "--detach", str(alone), "two")
     removed = leftovers.sweep_tmp(tmp)
-    assert sorted((r.what, r.path.name) for r in removed) == [("temporary directory", run_dir.name), ("worktree", inside.name), ("worktree", alone.name)]
+    assert sorted((r.what, r.path.name) for r in removed) == [
+        ("temporary directory", run_dir.name), ("worktree", inside.name), ("worktree", alone.name)]
     assert list(tmp.iterdir()) == [] and not (repo / ".git" / "worktrees").exists()
     assert git(repo, "worktree", "list").count("\n") == 1
 

@@ -58,7 +58,8 @@ def repo(tmp_path: Path) -> Path:
     git(repo, "tag", "base")
     git(repo, "checkout", "-q", "-b", "series")
     _commit(repo, {"newdir/deep/n.c": "new\n"}, "newdir: add n.c")
-    _commit(repo, {"drivers/net/a.c": LINES.replace("line 5\n", "line 5 changed\n")}, "net: change line 5\n\nFrom the start: a line mbox must escape.")
+    _commit(repo, {"drivers/net/a.c": LINES.replace("line 5\n", "line 5 changed\n")},
+            "net: change line 5\n\nFrom the start: a line mbox must escape.")
     git(repo, "mv", "mm/b.c", "mm/b2.c")
     _commit(repo, {}, "mm: rename b.c")
     _commit(repo, {"lib/sub/gone.c": None}, "lib: delete gone.c")
@@ -223,7 +224,7 @@ def test_cached_worktree_is_narrowed_and_widened_again(repo: Path, tmp_path: Pat
     touched = _touched(_series(repo, tmp_path))
     before = _state(repo)
     for build, expected in ((False, NARROW), (True, set(FILES)), (False, NARROW)):
-        with worktree.cached(repo, "base", touched, tmp_path / "cache", build) as wt:
+        with worktree.cached(repo, "base", touched, tmp_path / "cache", build=build) as wt:
             assert _files(wt) == expected
     assert _state(repo)[:2] == before[:2]  # config and status; the slot stays registered, by design
 

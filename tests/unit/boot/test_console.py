@@ -21,7 +21,7 @@ def _log(name: str) -> str:
 
 
 def _side(tree: str, *logs: str, timed_out: bool = False) -> ab.Side:
-    build = kconfig.Build(True, 1.0, Path("bzImage"), (), "")
+    build = kconfig.Build(ok=True, seconds=1.0, image=Path("bzImage"), config=(), log="")
     return ab.Side(tree, "plain", build, tuple(Boot(_log(n), 2.0, timed_out, "kvm", None, None) for n in logs))
 
 
@@ -94,7 +94,7 @@ def test_kunit_ktap_from_console() -> None:
 def test_kunit_failure_on_patched_only() -> None:
     failing = _log("kunit-cmdline.log").replace("    ok 1 ", "    not ok 1 ", 1).replace("\nok 1 cmdline", "\nnot ok 1 cmdline")
     base, patched = _side("base", "kunit-cmdline.log"), _side("base", "kunit-cmdline.log")
-    patched = ab.Side("patched", "plain", patched.build, (Boot(failing, 2.0, False, "kvm", None, None),))
+    patched = ab.Side("patched", "plain", patched.build, (Boot(failing, 2.0, timed_out=False, accel="kvm", returncode=None, log=None),))
     _, findings = ab.compare([CMDLINE], base, patched, 1.25)
     assert [f.level for f in findings] == [Level.ERROR] and "kunit:cmdline fails on the patched tree" in findings[0].message
 
@@ -108,7 +108,7 @@ def test_kunit_failure_on_patched_only() -> None:
     ("VFS: Unable to mount root fs on unknown-block(0,0)", False),
     ("dmapool test: size:16   align:16   blocks:8192 time:11860", False),
 ])
-def test_splat_lines(line: str, splat: bool) -> None:
+def test_splat_lines(line: str, *, splat: bool) -> None:
     assert bool(console.splats(line)) is splat
 
 

@@ -79,7 +79,8 @@ def test_a_rule_without_in_kernel_tests_has_none(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("text", "message"), [
     (TEST.replace('name = "overflow"\n', ""), f"{WHERE}: name: missing required key"),
-    (TEST.replace('"overflow"', '"kunit:overflow"'), f"{WHERE}: name: expected a test or KUnit suite name (letters, digits, _ . -), got 'kunit:overflow'"),
+    (TEST.replace('"overflow"', '"kunit:overflow"'),
+     f"{WHERE}: name: expected a test or KUnit suite name (letters, digits, _ . -), got 'kunit:overflow'"),
     (TEST.replace('"overflow"', "3"), f"{WHERE}: name: expected a string, got an integer 3"),
     (TEST.replace('kind = "kunit"\n', ""), f"{WHERE} (overflow): kind: missing required key"),
     (TEST.replace('"kunit"', '"ktap"'), f"{WHERE} (overflow): kind: expected one of kunit, dmapool, got 'ktap'"),
@@ -110,7 +111,8 @@ def test_the_shipped_overflow_rule() -> None:
     assert rule.requires == ()
     test = from_rule(rule.id, *rule.in_kernel_tests)
     assert test == InTest("kunit:overflow", "kunit", ("KUNIT", "OVERFLOW_KUNIT_TEST"), (), "lib/overflow_kunit.c", "overflow-kunit")
-    assert describe(test) == "kunit:overflow: tinyconfig + CONFIG_KUNIT=y CONFIG_OVERFLOW_KUNIT_TEST=y, booted under QEMU on base and patched"
+    assert describe(test) == ("kunit:overflow: tinyconfig + CONFIG_KUNIT=y CONFIG_OVERFLOW_KUNIT_TEST=y, "
+                              "booted under QEMU on base and patched")
 
 
 def test_from_rule_dmapool_kind_needs_no_kunit() -> None:

@@ -36,20 +36,20 @@ def test_stops_at_the_line_and_kills_the_rest(tmp_path: Path) -> None:
 
 def test_a_hang_is_killed_at_the_timeout(tmp_path: Path) -> None:
     script = f"sleep 60 & echo $! > {tmp_path}/pid; echo booting; sleep 60"
-    done = watch(["sh", "-c", script], stop=lambda ln: False, timeout=1.5)
+    done = watch(["sh", "-c", script], stop=lambda _ln: False, timeout=1.5)
     assert done.timed_out and done.returncode is None and "booting" in done.output
     assert 1.5 <= done.seconds < 10
     assert not _alive(int((tmp_path / "pid").read_text()))
 
 
 def test_a_program_that_ends_on_its_own() -> None:
-    done = watch(["sh", "-c", "echo a; exit 3"], stop=lambda ln: False, timeout=10)
+    done = watch(["sh", "-c", "echo a; exit 3"], stop=lambda _ln: False, timeout=10)
     assert (done.returncode, done.output, done.timed_out, done.stopped_at) == (3, "a\n", False, None)
 
 
 def test_a_missing_program() -> None:
     with pytest.raises(CommandError, match="command not found"):
-        watch(["no-such-qemu"], stop=lambda ln: False, timeout=1)
+        watch(["no-such-qemu"], stop=lambda _ln: False, timeout=1)
 
 
 def test_qemu_command_line() -> None:

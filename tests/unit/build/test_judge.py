@@ -119,7 +119,8 @@ def test_a_failing_base_is_an_info_and_the_patches_are_compared_with_it() -> Non
 def test_a_base_that_does_not_build_is_one_info_naming_the_configuration_and_its_first_error() -> None:
     # The review's own limitation (our configuration, our goals), never an error on the series: a patch
     # failing on what the base failed on is not judged, even after a patch that built.
-    asm = Diagnostic("", None, "error", "assembler: instruction address is not a multiple of 4 (building arch/powerpc/kernel/asm-offsets.o)",
+    asm = Diagnostic("", None, "error", "assembler: instruction address is not a multiple of 4 (building "
+                                        "arch/powerpc/kernel/asm-offsets.o)",
                      "as: Error: instruction address is not a multiple of 4")
     base = Step(0, "failed", 1.0, ("arch/powerpc/kernel/asm-offsets.o",), asm.quote, (asm,))
     build = TargetBuild(PPC64, (base, Step(1, "failed", 1.0, base.goals, asm.quote, (asm,)), _built(2),

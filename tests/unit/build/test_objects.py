@@ -48,7 +48,7 @@ def test_goals_only_for_what_kbuild_compiles() -> None:
     # tools/ (selftests), samples/ and Documentation/ .c files are not kernel objects: `make
     # tools/testing/selftests/vDSO/vdso_test_getrandom.o` would run the selftest's Makefile under kbuild.
     paths = ["tools/testing/selftests/vDSO/vdso_test_getrandom.c", "Documentation/foo/example.c", "samples/bpf/x.c", "mm/foo.c"]
-    assert objects.goals(paths, X86, lambda p: True) == ["mm/foo.o"]
+    assert objects.goals(paths, X86, lambda _p: True) == ["mm/foo.o"]
 
 
 def test_compiled() -> None:

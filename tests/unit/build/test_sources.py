@@ -37,7 +37,8 @@ TREE = {
     "arch/powerpc/kernel/vmlinux.lds.S": "SECTIONS {}\n",
     "arch/powerpc/kernel/unused.lds.S": "SECTIONS {}\n",
     "arch/x86/kernel/Makefile": "obj-y += process.o\n",
-    "arch/x86/kernel/asm-offsets.c": "#ifdef CONFIG_X86_32\n# include \"asm-offsets_32.c\"\n#else\n# include \"asm-offsets_64.c\"\n#endif\n",
+    "arch/x86/kernel/asm-offsets.c": "#ifdef CONFIG_X86_32\n# include \"asm-offsets_32.c\"\n#else\n# include "
+                                     "\"asm-offsets_64.c\"\n#endif\n",
     "arch/x86/kernel/asm-offsets_64.c": "int x;\n",
     "arch/x86/kvm/Makefile": (
         "obj-$(CONFIG_KVM_X86) += kvm.o\n"

@@ -93,25 +93,25 @@ def path_of(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> PathOf:
 
 def test_variables_gcc() -> None:
     me = host()
-    assert me.variables(False) == (f"ARCH={me.arch}",)
-    assert me.variables(True) == (f"ARCH={me.arch}", "CC=ccache gcc")  # the host's own gcc, no CROSS_COMPILE
+    assert me.variables(ccache=False) == (f"ARCH={me.arch}",)
+    assert me.variables(ccache=True) == (f"ARCH={me.arch}", "CC=ccache gcc")  # the host's own gcc, no CROSS_COMPILE
     ppc = TARGETS["ppc64le"]
-    assert ppc.variables(False) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-")
-    assert ppc.variables(True) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-", "CC=ccache powerpc64le-linux-gnu-gcc")
-    assert TARGETS["ppc32"].variables(True)[-1] == "CC=ccache powerpc-linux-gnu-gcc"
+    assert ppc.variables(ccache=False) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-")
+    assert ppc.variables(ccache=True) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-", "CC=ccache powerpc64le-linux-gnu-gcc")
+    assert TARGETS["ppc32"].variables(ccache=True)[-1] == "CC=ccache powerpc-linux-gnu-gcc"
 
 
 def test_variables_clang_versioned(path_of: PathOf) -> None:
     path_of({"clang-19": "clang-19"})  # Debian's clang-19 without the unversioned `clang`
     la = TARGETS["loongarch"]
-    assert la.variables(False) == ("ARCH=loongarch", "LLVM=-19")
-    assert la.variables(True) == ("ARCH=loongarch", "LLVM=-19", "CC=ccache clang-19")
-    assert not any(v.startswith("CROSS_COMPILE=") for v in la.variables(True))
+    assert la.variables(ccache=False) == ("ARCH=loongarch", "LLVM=-19")
+    assert la.variables(ccache=True) == ("ARCH=loongarch", "LLVM=-19", "CC=ccache clang-19")
+    assert not any(v.startswith("CROSS_COMPILE=") for v in la.variables(ccache=True))
 
 
 def test_variables_clang_unversioned(path_of: PathOf) -> None:
     path_of({"clang": "clang-19"})
-    assert TARGETS["loongarch"].variables(True) == ("ARCH=loongarch", "LLVM=1", "CC=ccache clang")
+    assert TARGETS["loongarch"].variables(ccache=True) == ("ARCH=loongarch", "LLVM=1", "CC=ccache clang")
 
 
 def test_missing_tools_when_nothing_is_on_path(path_of: PathOf) -> None:

@@ -173,13 +173,15 @@ def test_with_a_tree_the_commit_and_its_subject_are_checked() -> None:
     assert _found("fixes-tag", unknown, Tree("Linux 6.11-rc3")) == [("fixes-tag/unknown", Level.WARNING)]
     assert _found("fixes-tag", _series(("Fixes", f'{SHA}0123 ("Linux 6.11-rc3")'))) == []  # 16 digits: "at least 12"
     short = _series(("Fixes", '6bbeb48 ("Linux 6.11-rc3")'))  # a malformed tag is not looked up
-    assert _messages("fixes-tag", short, Tree("Linux 6.11-rc3")) == ['malformed Fixes: tag `6bbeb48 ("Linux 6.11-rc3")`: an id of 7 hex digits (12 to 40)']
+    assert _messages("fixes-tag", short, Tree("Linux 6.11-rc3")) == [
+        'malformed Fixes: tag `6bbeb48 ("Linux 6.11-rc3")`: an id of 7 hex digits (12 to 40)']
 
 
 def test_every_fixes_line_is_checked_and_replies_are_not() -> None:
     series = _series(("Fixes", "?"), ("Fixes", f'{SHA} ("Linux 6.11-rc3")'), ("Fixes", "commit 0123"),
                      followups=(("Fixes", "?"),))
-    assert _messages("fixes-tag", series) == ["malformed Fixes: tag `?`: no commit id", "malformed Fixes: tag `commit 0123`: `commit` before the id"]
+    assert _messages("fixes-tag", series) == ["malformed Fixes: tag `?`: no commit id",
+                                              "malformed Fixes: tag `commit 0123`: `commit` before the id"]
 
 
 # --------------------------------------------------------------------------- subject-format
@@ -198,4 +200,5 @@ MISSES = ["fix the thing", "Update foo.c", "Refuse to create zero-sized pools", 
 
 def test_common_kernel_subject_shapes_have_a_prefix_and_real_misses_stay_warnings() -> None:
     assert [s for s in SHAPES if _found("subject-format", _series(subject=s))] == []
-    assert {s: _found("subject-format", _series(subject=s)) for s in MISSES} == {s: [("subject-format/prefix", Level.WARNING)] for s in MISSES}
+    found = {s: _found("subject-format", _series(subject=s)) for s in MISSES}
+    assert found == {s: [("subject-format/prefix", Level.WARNING)] for s in MISSES}

@@ -80,7 +80,7 @@ def test_a_pattern_rule_for_another_object_does_not_build_it(base: GitBaseTree) 
     assert found.rule == "source-file-built/makefile"
 
 
-def test_without_a_tree_only_an_info(base: GitBaseTree) -> None:
+def test_without_a_tree_only_an_info() -> None:
     assert [(f.rule, f.level) for f in findings(new_file("mm/dmapool_bench.c"), None)] == [("source-file-built/unverified", Level.INFO)]
     named = new_file("mm/dmapool_bench.c") + edit("mm/Makefile", "obj-y += dmapool.o", "obj-y += dmapool_bench.o")
     assert findings(named, None) == []

@@ -81,7 +81,8 @@ def test_checkpatch_reports_become_findings_at_the_patch_file_and_line() -> None
     ]
     assert found[1].quote == ('+\tprintk("hello\\n"); ',) and found[1].message == "trailing whitespace"
     ignored = list(checkpatch.parse((HERE / "dummy-hello.checkpatch.txt").read_text(), mail, ["TRAILING_WHITESPACE"]))
-    assert [f.rule for f in ignored] == ["checkpatch/COMMIT_LOG_LONG_LINE", "checkpatch/PRINTK_WITHOUT_KERN_LEVEL", "checkpatch/MISSING_SIGN_OFF"]
+    assert [f.rule for f in ignored] == ["checkpatch/COMMIT_LOG_LONG_LINE", "checkpatch/PRINTK_WITHOUT_KERN_LEVEL",
+                                         "checkpatch/MISSING_SIGN_OFF"]
 
 
 def test_check_reports_are_info_and_other_lines_are_ignored() -> None:
@@ -93,7 +94,8 @@ def test_check_reports_are_info_and_other_lines_are_ignored() -> None:
 
 def test_checkpatch_command_line() -> None:
     tree = Path("/src/linux")
-    args = checkpatch.argv(tree, checkpatch.Options(True, Path("/d.txt"), frozenset({"LONG_LINE", "CAMELCASE"})))
+    args = checkpatch.argv(tree, checkpatch.Options(strict=True, codespell_file=Path("/d.txt"),
+                                                    ignore=frozenset({"LONG_LINE", "CAMELCASE"})))
     assert args[:2] == ["perl", "/src/linux/scripts/checkpatch.pl"] and args[-1] == "-"
     for flag in ("--root=/src/linux", "--terse", "--no-summary", "--show-types", "--emacs", "--strict",
                  "--codespell", "--codespellfile=/d.txt", "--ignore=CAMELCASE,LONG_LINE"):
@@ -114,7 +116,8 @@ def test_get_maintainer_sections_once_each_in_order() -> None:
 
 
 E1000 = "drivers/net/ethernet/intel/e1000/e1000_main.c"
-TCP_DIFF = "".join(f"diff --git a/{p} b/{p}\nindex 1..2 100644\n--- a/{p}\n+++ b/{p}\n@@ -1,1 +1,2 @@\n x\n+y\n" for p in ("net/ipv4/tcp.c", E1000))
+TCP_DIFF = "".join(f"diff --git a/{p} b/{p}\nindex 1..2 100644\n--- a/{p}\n+++ b/{p}\n@@ -1,1 +1,2 @@\n x\n+y\n"
+                   for p in ("net/ipv4/tcp.c", E1000))
 
 
 def test_missing_cc_names_the_section_its_file_and_what_is_missing() -> None:
@@ -142,7 +145,8 @@ def test_missing_cc_is_said_once_for_the_series_naming_its_patches() -> None:
     """Issue 30: a section several patches touch without Cc'ing it is one info, not one warning per patch."""
     sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())[:1]
     patches = [dataclasses.replace(_patch(TCP_DIFF, to=to), index=i, total=3)
-               for i, to in ((1, ("edumazet@google.com",)), (2, ("netdev@vger.kernel.org", "edumazet@google.com")), (3, ("edumazet@google.com",)))]
+               for i, to in ((1, ("edumazet@google.com",)), (2, ("netdev@vger.kernel.org", "edumazet@google.com")),
+                             (3, ("edumazet@google.com",)))]
     (found,) = get_maintainer.missing_cc(patches, [sections] * 3)
     assert (found.level, found.patch, found.path) == (Level.INFO, None, "net/ipv4/tcp.c")
     assert found.message == "patches 1/3 and 3/3 touch NETWORKING [TCP], but To/Cc misses the list netdev@vger.kernel.org"
@@ -153,7 +157,7 @@ def test_recipients_for_an_unmailed_series() -> None:
     sections = get_maintainer.parse((HERE / "tcp-e1000.sections.txt").read_text())
     assert not get_maintainer.mailed(_series(_patch()))
     assert get_maintainer.mailed(_series(_patch(cc=("x@y",))))
-    found = get_maintainer.recipients(_series(_patch()), sections)
+    found = get_maintainer.recipients(sections)
     assert (found.rule, found.level, found.patch) == ("get-maintainer/recipients", Level.INFO, None)
     to, cc = found.message.removeprefix("send to: To: ").split("; Cc: ")
     assert "Eric Dumazet <edumazet@google.com>" in to and "Torvalds" not in to

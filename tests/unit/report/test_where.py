@@ -60,7 +60,8 @@ def test_rows_on_different_kernels_each_say_their_own() -> None:
                      _run("patched", PATCHED, "boot:dmapool_test"))
     lines = email._selftest_lines(review)
     assert lines[0] == "  selftests (base -> patched):"
-    assert lines[1].endswith(f"(run on {HOST})") and lines[2].endswith("(run on booted x86_64 tcg: base c4bac1c88685, patched 0123456789ab)")
+    assert lines[1].endswith(f"(run on {HOST})")
+    assert lines[2].endswith("(run on booted x86_64 tcg: base c4bac1c88685, patched 0123456789ab)")
 
 
 def test_host_caveat_only_when_the_kernel_changes() -> None:

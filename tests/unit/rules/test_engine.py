@@ -98,7 +98,7 @@ def test_missing_selftest_enable(demo: Series, rules: tuple[Rule, ...], base: Gi
 def test_selftest_enabled_the_6_12_way(demo: Series, rules: tuple[Rule, ...], base: GitBaseTree) -> None:
     chacha = added_file("tools/testing/selftests/vDSO/vgetrandom-chacha.S", "#elif defined(__loongarch__)",
                         '#include "../../../../arch/loongarch/vdso/vgetrandom-chacha.S"', change=Change.MODIFIED)
-    series = edit(demo, 4, lambda files: (chacha,))
+    series = edit(demo, 4, lambda _files: (chacha,))
     assert list(evaluate(rules, series, base)) == []
 
 
@@ -268,11 +268,13 @@ def test_the_selftest_branch_names_the_compiler_macro(arch: str, macro: str, rul
     header = added_file(f"arch/{arch}/include/asm/vdso/getrandom.h", "#ifndef __ASM_VDSO_GETRANDOM_H")
     branch = FileChange("tools/testing/selftests/vDSO/vgetrandom-chacha.S", "tools/testing/selftests/vDSO/vgetrandom-chacha.S",
                         Change.MODIFIED, "100644", "100644", added=1,
-                        hunks=(Hunk(1, 1, 1, 2, "", (Line(" ", "#if defined(__x86_64__)", 1, 1), Line("+", f"#elif defined({macro})", None, 2))),))
+                        hunks=(Hunk(1, 1, 1, 2, "", (Line(" ", "#if defined(__x86_64__)", 1, 1),
+                                                     Line("+", f"#elif defined({macro})", None, 2))),))
     from reviewer.model import Patch, Person
 
     patch = Patch(1, 1, f"{arch}: vDSO: getrandom", "1@x", Person("A", "a@x"), None, "m", "", files=(header, branch))
     series = Series("x", 1, "1@x", patch.author, None, 1, (patch,))
     assert "selftest-enable" not in {f.rule.split("/")[1] for f in evaluate(rules, series, None)}
-    other = replace(patch, files=(header, replace(branch, hunks=(Hunk(1, 1, 1, 2, "", (Line("+", "#elif defined(__sparc__)", None, 2),)),))))
+    sparc = Hunk(1, 1, 1, 2, "", (Line("+", "#elif defined(__sparc__)", None, 2),))
+    other = replace(patch, files=(header, replace(branch, hunks=(sparc,))))
     assert "selftest-enable" in {f.rule.split("/")[1] for f in evaluate(rules, replace(series, patches=(other,)), None)}

@@ -121,7 +121,8 @@ def test_a_worktrees_git_link_leads_to_an_empty_decoy(tmp_path: Path) -> None:
     assert done.wrote == (str(repo.resolve() / ".git" / "hooks" / "pre-commit"),)
     assert not (repo / ".git" / "hooks" / "pre-commit").exists() and (wt / ".git").read_text() == link
     # A checkout given as the tree: its own .git is the decoy.
-    done = Sandbox(tmp_path / "scratch").run(["sh", "-c", "echo x > .git/refs/heads/evil; cat .git/config 2>&1; echo in > f"], cwd=repo, timeout=20)
+    done = Sandbox(tmp_path / "scratch").run(["sh", "-c", "echo x > .git/refs/heads/evil; cat .git/config 2>&1; echo in > f"], cwd=repo,
+                                             timeout=20)
     assert "config: No such file or directory" in done.output and done.wrote == (str(repo.resolve() / ".git" / "refs" / "heads" / "evil"),)
     assert not (repo / ".git" / "refs" / "heads" / "evil").exists() and (repo / "f").read_text() == "in\n"
 

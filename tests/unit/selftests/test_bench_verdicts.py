@@ -88,5 +88,6 @@ def test_cpu_hogs_beside_the_runs_make_the_host_busy_and_give_no_verdict(tree: P
     assert load.others >= 0.5 * len(hogs) / (len(hogs) + 1) * load.cpus and load.idle < 0.5, load  # the hogs' share, at least half of it
     for r in results:
         assert r.verdict is not None and r.verdict.outcome is Trend.BUSY and not r.slower, r.verdict
-        assert r.verdict.text.startswith(f"not judged: the machine was busy (other work used {load.others:.1f} of {load.cpus} CPUs"), r.verdict.text
+        assert r.verdict.text.startswith(f"not judged: the machine was busy (other work used {load.others:.1f} "
+                                         f"of {load.cpus} CPUs"), r.verdict.text
         assert "95% interval " in r.verdict.text  # the figures are still shown

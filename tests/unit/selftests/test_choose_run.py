@@ -136,7 +136,7 @@ def test_a_benchmark_run_covers_every_environment_in_one_call_alternating_the_tr
     bench = BENCHMARKS["vdso_test_getrandom bench-single"]
     calls: list[tuple[str, tuple[str, ...]]] = []
 
-    def run_one(label: str, wt: Path, envs: Sequence[str]) -> dict[str, TestRun]:
+    def run_one(label: str, _wt: Path, envs: Sequence[str]) -> dict[str, TestRun]:
         calls.append((label, tuple(envs)))
         vdso = 1.0 if label == "base" else (3.0 if "timens" in envs else 1.0)  # only timens' figure differs
         out = {}
@@ -212,7 +212,8 @@ def test_only_a_run_much_worse_than_its_trees_other_runs_stalled() -> None:
     bench = BENCHMARKS["vdso_test_getrandom bench-single"]
 
     def run(*vdso: float) -> list[dict[str, TestRun]]:
-        return [{"plain": TestRun(bench.name, "base", "plain", ktap.Result.PASS, 1.0, log=f"   vdso: 9 times in {v} seconds\n")} for v in vdso]
+        return [{"plain": TestRun(bench.name, "base", "plain", ktap.Result.PASS, 1.0,
+                                  log=f"   vdso: 9 times in {v} seconds\n")} for v in vdso]
 
     assert [(i, s.metric, s.value) for i, s in stalls(bench, run(0.5, 18.3))] == [(1, "vdso", 18.3)]  # CI's ppc64le base, 2026-12-04
     assert stalls(bench, run(18.3, 0.5))[0][0] == 0

@@ -80,19 +80,19 @@ def test_selftest_logs_are_saved_one_file_a_run(tmp_path: Path) -> None:
     assert selftest_stage.save_logs(runs[2:], tmp_path / "none") == 0 and not (tmp_path / "none").exists()
 
 
-def _fake_boot(image: Path, timeout: float, log: Path | None = None, append: str = "") -> qemu.Boot:
+def _fake_boot(_image: Path, _timeout: float, log: Path | None = None, _append: str = "") -> qemu.Boot:
     assert log is not None
     log.write_text("Linux version 6.12\nKernel panic - not syncing: No working init found.\n")
-    return qemu.Boot(log.read_text(), 1.0, False, "tcg", 0, log)
+    return qemu.Boot(log.read_text(), 1.0, timed_out=False, accel="tcg", returncode=0, log=log)
 
 
 def test_boot_logs_dir_is_made_by_the_first_boot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(qemu, "boot", _fake_boot)
-    broken = kconfig.Build(False, 1.0, None, (), "error")
+    broken = kconfig.Build(ok=False, seconds=1.0, image=None, config=(), log="error")
     paths: dict[str, str] = {}
     runner._boot({"base": ab.Side("base", "plain", broken), "patched": ab.Side("patched", "plain", broken)}, 3, 10.0, tmp_path / "a", paths)
     assert not (tmp_path / "a").exists() and paths == {}  # no kernel, no console, no directory
-    built = kconfig.Build(True, 1.0, tmp_path / "bzImage", (), "")
+    built = kconfig.Build(ok=True, seconds=1.0, image=tmp_path / "bzImage", config=(), log="")
     runner._boot({"base": ab.Side("base", "plain", built), "patched": ab.Side("patched", "plain", broken)}, 1, 10.0, tmp_path / "b", paths)
     assert paths == {"base/plain": str(tmp_path / "b" / "boot-base-plain.log")}
     assert "No working init" in (tmp_path / "b" / "boot-base-plain.log").read_text()
@@ -107,13 +107,14 @@ class FakeIntests:
         self.log_dir: Path | None = None
         self.extra: list[InTest] = []
 
-    def __call__(self, base_wt: Path, patched_wt: Path, touched: Any, envs: Any, cache_dir: Path, timeout: float,
-                 *, log_dir: Path | None = None, extra: Any = (), **kw: Any) -> runner.BootResults:
+    def __call__(self, _base_wt: Path, _patched_wt: Path, _touched: Any, _envs: Any, _cache_dir: Path, _timeout: float,
+                 *, log_dir: Path | None = None, extra: Any = (), **_kw: Any) -> runner.BootResults:
         assert log_dir is not None
         self.log_dir, self.extra = log_dir, list(extra)
         log_dir.mkdir(parents=True)
         (log_dir / "boot-base-plain.log").write_text("console\n")
-        return runner.BootResults(config={"plain": ("CONFIG_KUNIT=y",)}, logs={"base/plain": str(log_dir / "boot-base-plain.log")}, accel="tcg")
+        return runner.BootResults(config={"plain": ("CONFIG_KUNIT=y",)}, logs={"base/plain": str(log_dir / "boot-base-plain.log")},
+                                  accel="tcg")
 
 
 @pytest.fixture
@@ -172,11 +173,12 @@ def test_log_dir_from_the_request_then_git_config(kernel_repo: Path, tmp_path: P
 def test_selftest_output_goes_to_the_run_log_dir(kernel_repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     runs = (TestRun("vDSO:vdso_test_getrandom", "base", "plain", Result.PASS, 0.1, "", "ok 1\n"),
             TestRun("vDSO:vdso_test_getrandom", "patched", "plain", Result.PASS, 0.1, "", "ok 1\n"))
-    monkeypatch.setattr(pipeline, "_run_tests", lambda run, request, in_vm=False: selftest_stage.SelftestResults(runs, (), ()))
+    monkeypatch.setattr(pipeline, "_run_tests", lambda *_args: selftest_stage.SelftestResults(runs, (), ()))
     result, error = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, run_tests=True, run_stamp=STAMP))
     assert error is None, error
     where = state() / "reviewer" / "logs" / STAMP / "selftests"
-    assert sorted(p.name for p in where.iterdir()) == ["base-plain-vDSO_vdso_test_getrandom.log", "patched-plain-vDSO_vdso_test_getrandom.log"]
+    assert sorted(p.name for p in where.iterdir()) == ["base-plain-vDSO_vdso_test_getrandom.log",
+                                                       "patched-plain-vDSO_vdso_test_getrandom.log"]
     assert next(st.detail for st in result.stages if st.name == "selftests").endswith(f"; output in {where}")
 
 

@@ -101,7 +101,8 @@ def test_the_stage_runs_the_run_list_and_not_the_helpers(trees: dict[str, Path],
         assert got[("demo:run_helper.sh", tree)] == (ktap.Result.PASS, "")  # the script ran, and ran the helper
         assert got[("demo:plain_mode.sh", tree)] == (ktap.Result.PASS, "")
         assert got[("demo:skipped.sh", tree)][0] is ktap.Result.SKIP
-        assert got[("demo:no_shebang.sh", tree)] == (ktap.Result.FAIL, "not executable and no #! line: kselftest's runner cannot start it either")
+        assert got[("demo:no_shebang.sh", tree)] == (
+            ktap.Result.FAIL, "not executable and no #! line: kselftest's runner cannot start it either")
     assert not [r for r in outcome.runs if r.test.startswith("demo:demo_helper")]  # a helper is not a test
     assert got[("demo:new.sh", "patched")] == (ktap.Result.PASS, "")
     assert got[("demo:new.sh", "base")] == (ktap.Result.SKIP, f"not in the run list of {SELFTESTS}/demo/Makefile on this tree")
@@ -153,7 +154,8 @@ def test_a_makefile_make_cannot_read_after_the_build(tmp_path: Path) -> None:
     assert "cannot list" in listing.reason and "cannot list" in listing.log
     assert [(r.test, r.tree) for r in outcome.runs if r.env != "-"] == [("demo:skipped.sh", "base")]
     (finding,) = outcome.findings
-    assert finding.level is Level.ERROR and finding.message.startswith("the tests of demo were not run on the patched tree: make could not read")
+    assert finding.level is Level.ERROR
+    assert finding.message.startswith("the tests of demo were not run on the patched tree: make could not read")
 
 
 def test_reading_the_run_list_times_out(tmp_path: Path) -> None:

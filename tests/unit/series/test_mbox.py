@@ -31,7 +31,8 @@ def test_git_mailsplit_mboxrd_reads_each_mail_back_byte_for_byte(tmp_path: Path)
     assert b"\n>From the start" in data and b"\n>>From once" in data and b"\n>>>From twice" in data
     back = _split(tmp_path, data)
     # git keeps the `From ` line and the blank line that ends a message; a mail without a final newline gets one
-    assert back == [mbox.FROM_LINE + m for m in (TRICKY + b"\n", b"Subject: two\n\nbody\n\n\n\n", b"Subject: three\n\nno final newline\n\n")]
+    assert back == [mbox.FROM_LINE + m for m in (TRICKY + b"\n", b"Subject: two\n\nbody\n\n\n\n",
+                                                 b"Subject: three\n\nno final newline\n\n")]
 
 
 def test_liblore_reads_the_thread_cache_back_unchanged() -> None:
@@ -56,7 +57,8 @@ index 0000000..1111111 100644
 
 
 def _patch(diff: str = DIFF) -> Patch:
-    message = "f: add b\n\nFrom a quoted mail:\n>From the list, quoted\nFrom here on, all is well.\n\nSigned-off-by: Ünïcode Äuthor <u@example.org>\n"
+    message = ("f: add b\n\nFrom a quoted mail:\n>From the list, quoted\nFrom here on, all is well.\n\n"
+               "Signed-off-by: Ünïcode Äuthor <u@example.org>\n")
     return Patch(1, 1, "f: add b", "m@x", Person("Ünïcode Äuthor", "u@example.org"),
                  dt.datetime(2024, 8, 11, 12, 0, tzinfo=dt.UTC), message, diff, files=parse_diff(diff))
 

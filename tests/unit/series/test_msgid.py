@@ -34,7 +34,8 @@ def test_lore_url_keeps_inbox_and_host() -> None:
 @pytest.mark.parametrize("text", ["20240816110717.10249-1-xry111", "https://lore.kernel.org/loongarch/20240816110717.10249-1-xry111/"])
 def test_truncated_ids_are_recognised(text: str) -> None:
     ref = parse(text)
-    assert ref == MsgRef("20240816110717.10249-1-xry111", truncated=True, inbox=ref.inbox if ref else None, base_url=ref.base_url if ref else None)
+    assert ref == MsgRef("20240816110717.10249-1-xry111", truncated=True, inbox=ref.inbox if ref else None,
+                         base_url=ref.base_url if ref else None)
     assert ref is not None and ref.truncated
 
 
@@ -45,5 +46,5 @@ def test_git_revisions_are_not_message_ids(text: str) -> None:
 
 @pytest.mark.parametrize("text,expected", [("origin/master..HEAD", True), ("HEAD~3..", True), ("a...b", True),
                                            ("HEAD~3", False), (f"https://x/{FULL}/..", False)])
-def test_ranges(text: str, expected: bool) -> None:
+def test_ranges(text: str, *, expected: bool) -> None:
     assert looks_like_range(text) is expected

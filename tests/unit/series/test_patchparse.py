@@ -75,7 +75,8 @@ def test_corrupt_hunk_counts_are_an_input_error() -> None:
 
 
 def test_split_message_drops_diffstat_and_signature() -> None:
-    body = "Why it matters.\n\nSigned-off-by: A <a@example.org>\n---\n k | 1 +\n\ndiff --git a/k b/k\n--- a/k\n+++ b/k\n@@ -0,0 +1 @@\n+x\n-- \n2.46.0\n\n"
+    body = ("Why it matters.\n\nSigned-off-by: A <a@example.org>\n---\n k | 1 +\n\n"
+            "diff --git a/k b/k\n--- a/k\n+++ b/k\n@@ -0,0 +1 @@\n+x\n-- \n2.46.0\n\n")
     message, diff = split_message(body)
     assert message == "Why it matters.\n\nSigned-off-by: A <a@example.org>\n"
     assert diff.endswith("+x\n")
@@ -90,7 +91,8 @@ def test_crlf_is_normalised() -> None:
 
 def huge_diff(lines: int) -> str:
     body = "".join(f"+int v{i} = {i};\n" for i in range(lines))
-    return f"diff --git a/big.c b/big.c\nnew file mode 100644\nindex 0000000..1111111\n--- /dev/null\n+++ b/big.c\n@@ -0,0 +1,{lines} @@\n{body}"
+    return ("diff --git a/big.c b/big.c\nnew file mode 100644\nindex 0000000..1111111\n"
+            f"--- /dev/null\n+++ b/big.c\n@@ -0,0 +1,{lines} @@\n{body}")
 
 
 def test_huge_patch_parses_completely() -> None:
@@ -166,7 +168,7 @@ def test_other_diff_formats_read_as_git_reads_them(name: str, tmp_path: Path) ->
     assert ours == gits and all(rows for rows in ours), (ours, gits)
 
 
-def test_quilt_paths_lose_their_first_component(tmp_path: Path) -> None:
+def test_quilt_paths_lose_their_first_component() -> None:
     assert our_view(DIFFS / "quilt-series.mbox") == [
         [("mm/dmapool.c", 2, 0, "")], [("mm/dmapool.c", 3, 0, ""), ("mm/dmapool_trace.h", 9, 0, "created")]]
     # And the CVS diff made at the top of the tree loses its directory, as with git apply -p1.
@@ -206,8 +208,9 @@ def test_git_am_applies_them_to_the_base_with_our_diffstat(name: str, kernel_rep
     mails = [m for m in sorted(split.iterdir()) if "diff" in m.read_text() or "\n--- " in m.read_text()]
     base = git(kernel_repo, "rev-parse", "HEAD").strip()
     git(kernel_repo, "am", "-q", *map(str, mails))
-    applied = [[(p, int(a), int(r)) for a, r, p in (ln.split("\t") for ln in git(kernel_repo, "show", "--numstat", "--format=", c).split("\n") if ln)]
-               for c in git(kernel_repo, "rev-list", "--reverse", f"{base}..HEAD").split()]
+    commits = git(kernel_repo, "rev-list", "--reverse", f"{base}..HEAD").split()
+    numstats = [git(kernel_repo, "show", "--numstat", "--format=", c).split("\n") for c in commits]
+    applied = [[(p, int(a), int(r)) for a, r, p in (ln.split("\t") for ln in lines if ln)] for lines in numstats]
     assert applied == [[row[:3] for row in rows] for rows in our_view(DIFFS / name)]
 
 

@@ -134,8 +134,8 @@ def test_prune_by_age_and_by_size() -> None:
 
 
 def test_policy() -> None:
-    assert resultcache.CacheUse.of(no_cache=False) == resultcache.CacheUse(True, True)
-    assert resultcache.CacheUse.of(no_cache=True) == resultcache.CacheUse(False, True)  # --no-cache recomputes, and stores
+    assert resultcache.CacheUse.of(no_cache=False) == resultcache.CacheUse(read=True, write=True)
+    assert resultcache.CacheUse.of(no_cache=True) == resultcache.CacheUse(read=False, write=True)  # --no-cache recomputes, and stores
     assert resultcache.CacheUse.of(no_cache=False, enabled=False) == resultcache.OFF
 
 

@@ -92,7 +92,8 @@ def test_the_tree_says_whether_a_bare_name_is_a_directory() -> None:
 
 
 def test_x_excludes_the_whole_entry() -> None:
-    m = _parse("CHAR and MISC DRIVERS\nM:\tG <g@example.org>\nF:\tdrivers/char/\nN:\tmisc\nX:\tdrivers/char/agp/\nX:\tdrivers/char/*misc*\n")
+    m = _parse("CHAR and MISC DRIVERS\nM:\tG <g@example.org>\nF:\tdrivers/char/\nN:\tmisc\n"
+               "X:\tdrivers/char/agp/\nX:\tdrivers/char/*misc*\n")
     assert _titles(m, "drivers/char/mem.c") == ["CHAR and MISC DRIVERS", "THE REST"]
     assert _titles(m, "drivers/char/agp/generic.c") == ["THE REST"]
     assert _titles(m, "drivers/char/xmisc.c") == ["THE REST"]  # excluded although F: and N: both match
@@ -146,7 +147,7 @@ class _Tree:
     def read(self, path: str) -> str | None:
         return self.files.get(path)
 
-    def is_symlink(self, path: str) -> bool:
+    def is_symlink(self, _path: str) -> bool:
         return False
 
 

@@ -17,7 +17,8 @@ def leavers(tmp_path: Path) -> Path:
     out = tmp_path / "hostile"
     out.mkdir()
     for name in LEAVERS:
-        subprocess.run(["gcc", "-O2", "-Wall", "-I", str(FIXTURES / "hostile"), "-o", str(out / name), str(FIXTURES / "hostile" / f"{name}.c")],
+        subprocess.run(["gcc", "-O2", "-Wall", "-I", str(FIXTURES / "hostile"), "-o", str(out / name),
+                        str(FIXTURES / "hostile" / f"{name}.c")],
                        check=True, capture_output=True)
     return out
 

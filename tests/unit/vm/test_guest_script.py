@@ -73,7 +73,9 @@ def test_a_test_that_left_processes_in_its_guest_is_a_warning_on_that_test_and_i
     items = [inguest.Item(TestRef("hostile", "hostile_daemon"), "plain"), inguest.Item(TestRef("hostile", "hostile_setsid"), "timens")]
     starts = tuple(prepare(wt, i.ref, tree="patched", env=i.env) for i in items)
     jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in starts if isinstance(s, Start)]
-    booted = inguest.Booted("patched", starts, tuple(items), guest.GuestRun(tuple(_run(tmp_path, jobs)), "", 1.0, False, "tcg", 0), True)
+    booted = inguest.Booted("patched", starts, tuple(items),
+                            guest.GuestRun(tuple(_run(tmp_path, jobs)), "", 1.0, timed_out=False, accel="tcg", returncode=0),
+                            image=True)
     batch = inguest.judge(inguest.Kernels({"patched": Path("/k")}, {"patched": "booted abc x86_64 tcg"}), booted)
     daemon, setsid = batch.runs
     assert daemon.result is Result.PASS and daemon.reason == "guest: left processes running" and daemon.where == "booted abc x86_64 tcg"
@@ -84,7 +86,8 @@ def test_a_test_that_left_processes_in_its_guest_is_a_warning_on_that_test_and_i
     assert d.rule == "sandbox" and d.level is Level.WARNING
     assert re.fullmatch(r"hostile:hostile_daemon on the patched tree \(plain\) left 1 process running when it exited "
                         r"\(the guest killed them\): pid \d+: \./hostile_daemon", d.message), d.message
-    assert warned[f"{SELFTESTS}/hostile/hostile_setsid"].message.startswith("hostile:hostile_setsid on the patched tree (timens) left 1 process")
+    message = warned[f"{SELFTESTS}/hostile/hostile_setsid"].message
+    assert message.startswith("hostile:hostile_setsid on the patched tree (timens) left 1 process")
 
 
 def test_a_job_past_its_timeout_is_killed_and_the_next_one_still_runs(tmp_path: Path) -> None:

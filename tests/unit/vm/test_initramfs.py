@@ -68,7 +68,8 @@ def test_what_a_job_leaves_running_is_killed_counted_and_named_when_it_exits(tmp
     (never waiting for the stdout the setsid child holds), its leftover named and gone; twelve sleepers: eight named,
     twelve counted; a job that leaves nothing has nothing said."""
     sleepers = ("/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 300 & done; (sleep 301 & exec sleep 302) &")
-    ran, _ = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30), guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
+    ran, _ = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30),
+                             guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
                              guest.Job(tmp_path, sleepers, "plain", 30), guest.Job(tmp_path, ("/bin/true",), "plain", 30)])
     daemon, setsid, many, none = ran
     for r, name in ((daemon, "hostile_daemon"), (setsid, "hostile_setsid")):
@@ -85,7 +86,8 @@ def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
     ran, _ = _run(tmp_path, [guest.Job(tmp_path, ("/bin/sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' y"), "plain", 30)])
     (big,) = ran
     assert big is not None and big.returncode == 0
-    assert big.output.startswith("y" * (1 << 20)) and big.output.endswith(f"\n[reviewer-init: {1100000 - (1 << 20)} more bytes of output were not kept]\n")
+    assert big.output.startswith("y" * (1 << 20))
+    assert big.output.endswith(f"\n[reviewer-init: {1100000 - (1 << 20)} more bytes of output were not kept]\n")
 
 
 def test_timens_jobs_see_the_boot_clock_a_year_ahead(tmp_path: Path) -> None:
@@ -171,7 +173,8 @@ def test_the_init_builds_static_for_each_initramfs_guest(name: str, elf: tuple[s
     g = GUESTS[name]
     assert g.initramfs and g.target is TARGETS[name]
     assert initramfs.compile_init(g, tmp_path / "init") == ""
-    header = subprocess.run([shutil.which("readelf") or "readelf", "-h", "-d", str(tmp_path / "init")], capture_output=True, text=True).stdout
+    header = subprocess.run([shutil.which("readelf") or "readelf", "-h", "-d", str(tmp_path / "init")], capture_output=True,
+                            text=True).stdout
     assert all(e in header for e in elf), header
     assert "NEEDED" not in header and "(INTERP" not in header  # static: the guest has no libc
 
