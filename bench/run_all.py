@@ -3,7 +3,7 @@
 default 5, the full-tree apply at most 3). Needs the real 6.12 tree (Debian's linux-source-6.12,
 built into a git repository once, as the real-kernel tests do) and public-inbox for the cache
 benchmark; build_cost builds x86_64 kernels once per state (about 5 minutes on 2 cores).
-Prints one table per benchmark; the README's Benchmarks section records them."""
+Prints one table per benchmark; docs/benchmarks.md records them."""
 from __future__ import annotations
 
 import datetime as dt

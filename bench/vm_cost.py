@@ -15,7 +15,7 @@ On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32,arm64,risc
   `vng --run IMAGE --disable-kvm --force-9p --exec true` (ppc64le: with `--arch ppc64el --root`, a
   copy of the guest root `review guest-root ppc64le` made; ppc32, which vng cannot boot: `find | cpio -o -H newc`
   of a directory holding the init and the tests, and `qemu-system-ppc -M mac99 -kernel -initrd`, as
-  KERNEL-NOTES did it by hand, with the tool's init built by hand). Median of RUNS (default 3).
+  docs/design.md#measured-facts did it by hand, with the tool's init built by hand). Median of RUNS (default 3).
 - the whole review of that vDSO series, kernels cached from the steps before:
   `review MBOX --tree LINUX --tests vDSO:vdso_test_getrandom --env plain,timens --bench-runs 0`;
   by hand: the patched kernel's incremental make, the vDSO selftests built in a base and a patched

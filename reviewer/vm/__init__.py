@@ -30,7 +30,7 @@ _ARM64_COMPAT_VDSO = re.compile(r"^arch/arm64/kernel/vdso32/")  # the compat vDS
 # The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
 # and the Debian package or PyPI project that brings each.
 GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
-# Architectures with no guest here, and why (measured: KERNEL-NOTES).
+# Architectures with no guest here, and why (measured: docs/design.md#measured-facts).
 UNBOOTABLE = {
     "loongarch": "no loongarch guest can be booted here: Debian 12 has no LoongArch gcc and no LoongArch libc for the test "
                  "programs, and no LoongArch kernel boots under its QEMU 7.2 without firmware (--build compiles the "
@@ -158,7 +158,7 @@ def tool(name: str) -> str | None:
 
 
 def cost(envs: Sequence[str], bench_runs: int, arch: GuestArch = GUESTS["x86_64"]) -> str:
-    """What the tests in guests will take, roughly (2 cores; KERNEL-NOTES and this tool's bench/vm_cost.py)."""
+    """What the tests in guests will take, roughly (2 cores; docs/design.md#measured-facts and bench/vm_cost.py)."""
     bench = (f"; a benchmark boots once per run and tree, {bench_runs} run(s) a tree, each running bench-single in "
              f"every environment ({len(envs)}), about {arch.bench_minutes} min each under TCG") if bench_runs else ""
     boot = ("about 30 s under TCG, a few seconds with KVM" if arch.native else

@@ -8,7 +8,7 @@ architecture's Debian packages (vm/root.py), and the test programs are cross-bui
 has no riscv64 packages at all (its cross toolchains and libc, yes): these boot QEMU with an initramfs
 of the statically built tests and our own init (vm/initramfs.py), and so does s390x, whose tests need
 no more than that (one boot takes about a second under TCG; vng would need an s390x root first).
-Measured (KERNEL-NOTES): ppc64le pseries needs PPC_OF_BOOT_TRAMPOLINE, or SLOF stops at
+Measured (docs/design.md#measured-facts): ppc64le pseries needs PPC_OF_BOOT_TRAMPOLINE, or SLOF stops at
 "Program Exception"; x86_64 needs ACPI, or the guest hangs before init; mac99 needs the PMAC
 platform, its Zilog serial ports as ttyS0/ttyS1 and the ADB/CUDA controller (its power switch);
 riscv64 needs RISCV_ISA_FALLBACK (QEMU 7.2's device tree has only the old riscv,isa string: without
@@ -35,7 +35,7 @@ class GuestArch:
     qemu_package: str
     initramfs: bool = False  # booted by vm/initramfs.py (own init, static tests), not by vng
     machine: str = ""  # QEMU's -M for an initramfs guest
-    build_minutes: int = 6  # the first kernel build at -j2, at least (measured: KERNEL-NOTES, bench/vm_cost.py)
+    build_minutes: int = 6  # the first kernel build at -j2, at least (measured: docs/design.md#measured-facts, bench/vm_cost.py)
     bench_minutes: int = 4  # one `vdso_test_getrandom bench-single` run in the guest under TCG
     console: str = "ttyS0"  # the kernel's console= in an initramfs guest
     qemu_args: tuple[str, ...] = ()  # more of QEMU's options for an initramfs guest (s390x: -cpu max)

@@ -18,7 +18,7 @@ from reviewer.run.sandbox import read_untrusted
 from reviewer.selftests.choose import SELFTESTS
 from reviewer.vm.arches import GUESTS, GuestArch
 
-# virtme-ng's guest (measured: KERNEL-NOTES): a console, ELF and scripts, the pseudo file systems, 9p
+# virtme-ng's guest (measured: docs/design.md#measured-facts): a console, ELF and scripts, the pseudo file systems, 9p
 # (guest.py passes --force-9p) and overlayfs for the shared root, virtio-pci, Unix sockets and netlink
 # for udev, and the user, time and pid namespaces the timens environment and many tests need; then the
 # guest architecture's own (vm/arches.py: x86_64's ACPI, without which the guest hangs before init).

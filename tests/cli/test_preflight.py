@@ -147,7 +147,7 @@ def test_send_without_a_terminal_or_yes(lore: Recorder, tmp_path: Path, kernel_r
     ("reviewer.rules", "/nonexistent/rules", "git config reviewer.rules /nonexistent/rules: no such directory"),
 ])
 def test_unknown_or_invalid_git_config(lore: Recorder, tmp_path: Path, kernel_repo: Path, key: str, value: str, fragment: str) -> None:
-    """As the README promises: a typo'd key or a bad value is exit 3 before anything is fetched."""
+    """As docs/guide.md (Configuration) promises: a typo'd key or a bad value is exit 3 before anything is fetched."""
     subprocess.run(["git", "config", "--global", key, value], check=True)
     before = _worktrees(kernel_repo)
     res = _review(lore, tmp_path, "--tree", kernel_repo)

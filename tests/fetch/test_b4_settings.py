@@ -36,7 +36,7 @@ def _series(doc: dict[str, Any]) -> tuple[Any, ...]:
 
 
 def test_b4_mbox_piped_into_review_is_the_thread(lore: Httpd, tmp_path: Path) -> None:
-    """The README's `b4 mbox -o - ID | review -` (was: "no patches found": the mbox was read as one mail)."""
+    """docs/reference.md's `b4 mbox -o - ID | review -` (was: "no patches found": the mbox was read as one mail)."""
     _gitconfig(("b4.midmask", f"{lore.url}%s"))
     b4 = subprocess.run([str(Path(sys.executable).with_name("b4")), "-q", "--no-stdin", "mbox", "-o", "-", ANTON],
                         capture_output=True, timeout=120, cwd=tmp_path, stdin=subprocess.DEVNULL)

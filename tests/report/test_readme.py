@@ -1,5 +1,6 @@
-"""The README's example outputs are what the real command prints today: each block marked
-`<!-- readme-example: NAME -->` is made again here by running `review` in a subprocess.
+"""The example outputs of the README and the manual (docs/) are what the real command prints
+today: each block marked `<!-- readme-example: NAME -->`, in whichever of those files it is, is
+made again here by running `review` in a subprocess.
 
 What varies from run to run (stage timings, the reply's Date and Message-ID) is masked on both
 sides before comparing. `./dev test tests/report --update-golden` rewrites the blocks from the
@@ -20,6 +21,7 @@ from tests.helpers import review
 from tests.report.test_reply import no_select_mbox
 
 README = ROOT / "README.md"
+DOCS = (README, *sorted((ROOT / "docs").glob("*.md")))  # where the examples may be
 BLOCK = re.compile(r"^<!-- readme-example: (?P<name>[\w-]+) -->\n```\n(?P<body>.*?)^```$", re.M | re.S)
 _SECONDS = re.compile(r"(│ +)\d+\.\d\d( │)")  # the terminal's stage table: Seconds column
 _VARYING = re.compile(r'^(Date|Message-ID): .*$|("seconds": )[0-9.]+', re.M)
@@ -68,12 +70,17 @@ def _masked(text: str) -> str:
     return _VARYING.sub(lambda m: f"{m[2]}#" if m[2] else f"{m[1]}: #", text)
 
 
+def _marked() -> list[tuple[Path, str, str]]:
+    """(file, name, body) of every marked block in README.md and docs/*.md."""
+    return [(path, m["name"], m["body"]) for path in DOCS for m in BLOCK.finditer(path.read_text())]
+
+
 def _blocks() -> dict[str, str]:
-    return {m["name"]: m["body"] for m in BLOCK.finditer(README.read_text())}
+    return {name: body for _path, name, body in _marked()}
 
 
 def test_every_example_is_marked_and_made() -> None:
-    assert sorted(_blocks()) == sorted(EXAMPLES)
+    assert sorted(name for _path, name, _body in _marked()) == sorted(EXAMPLES)  # each once, in one file
     assert SERIES.joinpath("missing-2of3.mbox").is_file()
 
 
@@ -81,9 +88,10 @@ def test_every_example_is_marked_and_made() -> None:
 def test_readme_example(name: str, tmp_path: Path, kernel_repo: Path, request: pytest.FixtureRequest) -> None:
     actual = EXAMPLES[name](tmp_path, kernel_repo)
     if request.config.getoption("--update-golden"):
-        text = README.read_text()
+        path = next(path for path, marked, _body in _marked() if marked == name)
+        text = path.read_text()
         match = next(m for m in BLOCK.finditer(text) if m["name"] == name)
-        README.write_text(text[: match.start("body")] + actual + text[match.end("body"):])
+        path.write_text(text[: match.start("body")] + actual + text[match.end("body"):])
     assert _masked(_blocks()[name]) == _masked(actual)
 
 

@@ -96,7 +96,7 @@ def test_check_rules_dir(tmp_path: Path) -> None:
 
 
 def test_every_documented_key_is_known(repo: Path, tmp_path: Path) -> None:
-    """The keys the README documents load; their spelling does not matter to git (nor to us)."""
+    """The keys docs/reference.md documents load; their spelling does not matter to git (nor to us)."""
     for key, value in [("reviewer.rules", str(tmp_path)), ("reviewer.disable", "cover-letter"), ("reviewer.level.changelog", "info"),
                        ("reviewer.checkpatchIgnore", "LONG_LINE"), ("reviewer.reuseWorktrees", "false"), ("reviewer.logDir", "logs"),
                        ("reviewer.resultCache", "true"), ("reviewer.LOREURL", "https://lore.kernel.org/all/"),
