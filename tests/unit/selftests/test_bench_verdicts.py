@@ -15,22 +15,11 @@ import pytest
 from reviewer.model import BenchResult, TestRun
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.bench import BENCHMARKS, RunOne, measure
-from reviewer.selftests.run import build, run_test
+from reviewer.selftests.run import run_test
 from reviewer.verdict import BENCH_RUNS, Trend, judge
 
 BENCH = BENCHMARKS["vdso_test_getrandom bench-single"]
 CALLS = 20_000  # calls a flavour on base; the patched side makes ten times as many: a real 10x slowdown
-
-
-@pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from reviewer.tree.plainrepo import build_base_repo
-
-    linux = tmp_path_factory.mktemp("wt") / "linux"
-    build_base_repo(Path(__file__).resolve().parents[3] / "fixtures" / "kernel-mini", linux)
-    ok, log = build(linux, ["vDSO"], Sandbox(linux.parent / "scratch"))
-    assert ok, log
-    return linux
 
 
 @pytest.fixture
@@ -64,8 +53,8 @@ def _measure(tree: Path, tmp_path: Path, runs: int = BENCH_RUNS) -> list[BenchRe
     return [r.judged(1.25) for r in results]
 
 
-def test_a_real_tenfold_slowdown_with_enough_runs_is_slower(tree: Path, tmp_path: Path) -> None:
-    results = _measure(tree, tmp_path)
+def test_a_real_tenfold_slowdown_with_enough_runs_is_slower(built_tree: Path, tmp_path: Path) -> None:
+    results = _measure(built_tree, tmp_path)
     for r in results:
         assert len(r.base_samples) == len(r.patched_samples) == BENCH_RUNS and r.load is not None and r.load.seconds > 0
         assert r.ratio is not None and r.ratio > 5, r
@@ -75,14 +64,14 @@ def test_a_real_tenfold_slowdown_with_enough_runs_is_slower(tree: Path, tmp_path
         assert r.verdict is not None and r.verdict.outcome is (Trend.BUSY if r.load.busy else Trend.SLOWER), r.verdict.text
 
 
-def test_fewer_runs_give_the_numbers_and_no_verdict(tree: Path, tmp_path: Path) -> None:
-    for r in _measure(tree, tmp_path, runs=3):
+def test_fewer_runs_give_the_numbers_and_no_verdict(built_tree: Path, tmp_path: Path) -> None:
+    for r in _measure(built_tree, tmp_path, runs=3):
         assert r.ratio is not None and r.ratio > 5 and r.verdict is not None and r.verdict.outcome is Trend.NOT_ENOUGH_RUNS
         assert r.verdict.text == "not enough runs for a verdict (3 runs per side; a verdict needs 5 a side)"
 
 
-def test_cpu_hogs_beside_the_runs_make_the_host_busy_and_give_no_verdict(tree: Path, tmp_path: Path, hogs: list[int]) -> None:
-    results = _measure(tree, tmp_path)
+def test_cpu_hogs_beside_the_runs_make_the_host_busy_and_give_no_verdict(built_tree: Path, tmp_path: Path, hogs: list[int]) -> None:
+    results = _measure(built_tree, tmp_path)
     load = results[0].load
     assert load is not None and load.busy, load
     assert load.others >= 0.5 * len(hogs) / (len(hogs) + 1) * load.cpus and load.idle < 0.5, load  # the hogs' share, at least half of it

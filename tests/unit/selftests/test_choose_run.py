@@ -20,7 +20,7 @@ from reviewer.report import json as json_report
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.bench import BENCHMARKS, STALL, for_tests, measure, stalls
 from reviewer.selftests.choose import TestRef, choose
-from reviewer.selftests.run import build, run_list, run_test, timeout_for
+from reviewer.selftests.run import run_list, run_test, timeout_for
 
 MAINTAINERS = """List of maintainers
 
@@ -60,17 +60,6 @@ def test_choose_nothing_for_unrelated_files() -> None:
 def test_single_tests_stay_single_without_a_dir_reason() -> None:
     chosen = choose(_series("Documentation/index.rst"), [("vDSO:vdso_test_chacha", "rule r")], MAINTAINERS)
     assert [str(c.ref) for c in chosen] == ["vDSO:vdso_test_chacha"]
-
-
-@pytest.fixture(scope="module")
-def built_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from reviewer.tree.plainrepo import build_base_repo
-
-    tree = tmp_path_factory.mktemp("wt") / "linux"
-    build_base_repo(Path(__file__).resolve().parents[3] / "fixtures" / "kernel-mini", tree)
-    ok, log = build(tree, ["vDSO"], Sandbox(tree.parent / "scratch"))
-    assert ok, log
-    return tree
 
 
 def test_build_and_run_the_vdso_selftests(built_tree: Path, tmp_path: Path) -> None:
