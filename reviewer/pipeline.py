@@ -256,7 +256,7 @@ def _parse(run: _Run, series: Series) -> Done[Series]:
 
 # The ids the parse stage gives its findings (not checks: the check stage never sees the damage).
 PARSE_IDS = ("patch-damaged", "patch-no-diff")
-BUILD_ID = "build"  # build/warning, build/error, ... (reviewer/build/judge.py): git config reviewer.build/warning.level info
+BUILD_ID = "build"  # build/warning, build/error, ... (reviewer/compile/judge.py): git config reviewer.build/warning.level info
 
 
 def _diff_findings(patch: Patch, parsed: ParsedDiff) -> list[Finding]:
@@ -348,8 +348,9 @@ def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool =
 
 
 def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
-    """The series compiled for its architectures, the base and then patch by patch (reviewer/build)."""
-    from reviewer import build, kbuild
+    """The series compiled for its architectures, the base and then patch by patch (reviewer/compile)."""
+    from reviewer import compile as build
+    from reviewer import kbuild
 
     if patched is None:
         return skipped("nothing was applied")
@@ -370,7 +371,7 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
 
     ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
-    plan = build.Plan(commits, touched, kbuild.cache_for(request.tree), repo,
+    plan = build.BuildPlan(commits, touched, kbuild.cache_for(request.tree), repo,
                       deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))
     out = build.run(plan, request.arches, run.progress)
     run.builds = tuple(build.report(b) for b in out.builds)

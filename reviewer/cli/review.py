@@ -449,7 +449,7 @@ def _envs(text: str) -> tuple[str, ...]:
 def _arches(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
-    from reviewer.build.targets import TARGETS
+    from reviewer.compile.targets import TARGETS
 
     return _choices("--arch", text, TARGETS, "build target")
 

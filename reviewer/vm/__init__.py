@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.build.targets import TARGETS, host
+from reviewer.compile.targets import TARGETS, host
 from reviewer.model import Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.vm import root

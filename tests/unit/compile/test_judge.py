@@ -1,11 +1,11 @@
-"""What a target's steps say about the series (reviewer/build/judge.py), on hand-made steps (no build)."""
+"""What a target's steps say about the series (reviewer/compile/judge.py), on hand-made steps (no build)."""
 from __future__ import annotations
 
-from reviewer.build import judge
-from reviewer.build.diag import Diagnostic
-from reviewer.build.steps import Step, TargetBuild
-from reviewer.build.targets import TARGETS, Target
-from reviewer.build.vdso import Image
+from reviewer.compile import judge
+from reviewer.compile.diag import Diagnostic
+from reviewer.compile.steps import Step, TargetBuild
+from reviewer.compile.targets import TARGETS, Target
+from reviewer.compile.vdso import Image
 from reviewer.model import Finding, Level
 
 X86, PPC64, PPC32 = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["ppc32"]

@@ -1,4 +1,4 @@
-"""The goal kbuild builds from a touched file (reviewer/build/sources.py), on a small kernel-shaped tree
+"""The goal kbuild builds from a touched file (reviewer/compile/sources.py), on a small kernel-shaped tree
 written here, then on the real 6.12 tree (each expectation read off its Kbuild and Makefiles)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import objects, sources, steps
-from reviewer.build.targets import TARGETS
+from reviewer.compile import objects, sources, steps
+from reviewer.compile.targets import TARGETS
 from tests.realkernel.kernel import ensure_repo
 
 # Shaped like 6.12's files, each reduced to the lines that matter here.

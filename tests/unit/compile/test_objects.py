@@ -1,4 +1,4 @@
-"""Make goals and the Kconfig symbols that guard them (reviewer/build/objects.py), on Makefiles and
+"""Make goals and the Kconfig symbols that guard them (reviewer/compile/objects.py), on Makefiles and
 Kconfig files written here, and once against the real 6.12 tree (guards read off its Makefiles by hand)."""
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import objects, targets
-from reviewer.build.targets import TARGETS
+from reviewer.compile import objects, targets
+from reviewer.compile.targets import TARGETS
 from tests.realkernel.kernel import ensure_repo
 
 X86, PPC64, LOONG = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["loongarch"]

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reviewer.build import judge, targets
-from reviewer.build.steps import BUILD_TIMEOUT, Commit, Plan, Step, TargetBuild, build_target
+from reviewer.compile import judge, targets
+from reviewer.compile.steps import BUILD_TIMEOUT, BuildPlan, Commit, Step, TargetBuild, build_target
 from reviewer.kbuild import srctree
 from reviewer.model import BuiltStep, BuiltTarget, Finding, Level
 from reviewer.progress import QUIET, Progress
 
-__all__ = ["BUILD_TIMEOUT", "BuildResults", "Commit", "Plan", "Step", "TargetBuild", "chosen", "cost", "describe", "exported",
+__all__ = ["BUILD_TIMEOUT", "BuildPlan", "BuildResults", "Commit", "Step", "TargetBuild", "chosen", "cost", "describe", "exported",
            "report", "run"]
 
 # Measured on 2 cores (6.12): configuring a tinyconfig ~15-20 s; the first build of a target's goals
@@ -49,7 +49,7 @@ def _mins(seconds: int) -> str:
     return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
 
 
-def run(plan: Plan, only: Sequence[str] = (), progress: Progress = QUIET) -> BuildResults:
+def run(plan: BuildPlan, only: Sequence[str] = (), progress: Progress = QUIET) -> BuildResults:
     """Build every step of PLAN for the series' targets (ONLY: --arch); a target whose toolchain is missing
     is one info finding naming the packages."""
     ts, unknown = chosen(plan.touched, only)

@@ -1,4 +1,4 @@
-"""The vDSO as built (reviewer/build/vdso.py): real shared objects linked here with a version script
+"""The vDSO as built (reviewer/compile/vdso.py): real shared objects linked here with a version script
 (as the kernel links its vDSO), read with GNU readelf and llvm-readelf-19."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import vdso
-from reviewer.build.targets import TARGETS
+from reviewer.compile import vdso
+from reviewer.compile.targets import TARGETS
 
 SOURCE = """\
 extern int helper_from_elsewhere(void);

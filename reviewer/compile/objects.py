@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from reviewer.build import sources
-from reviewer.build.targets import Target, belongs
+from reviewer.compile import sources
+from reviewer.compile.targets import Target, belongs
 
 Read = sources.Read
 

@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer.build import diag, objects, sources, vdso
-from reviewer.build.targets import Target
+from reviewer.compile import diag, objects, sources, vdso
+from reviewer.compile.targets import Target
 from reviewer.errors import CommandError
 from reviewer.kbuild import make as kmake
 from reviewer.kbuild import srctree
@@ -62,7 +62,9 @@ class TargetBuild:
 
 
 @dataclass(frozen=True)
-class Plan:
+class BuildPlan:
+    """What one --build run compiles: the commits, for which files, where the trees and objects are kept."""
+
     commits: Sequence[Commit]  # the base first
     touched: Sequence[str]  # the whole series'
     cache: Path
@@ -72,7 +74,7 @@ class Plan:
     hide: tuple[Path, ...] = ()  # git directories out of the sandbox's sight
 
 
-def build_target(plan: Plan, target: Target, progress: Progress = QUIET) -> TargetBuild:
+def build_target(plan: BuildPlan, target: Target, progress: Progress = QUIET) -> TargetBuild:
     """Every step of PLAN for TARGET (the caller holds the cache's lock)."""
     src = plan.cache / "src"
     final = plan.commits[-1]
@@ -130,7 +132,8 @@ def _prune(cache: Path, keep: Path) -> None:
         old.with_name(old.name + ".building").unlink(missing_ok=True)
 
 
-def _step(box: kmake.Box, commit: Commit, plan: Plan, target: Target, lines: tuple[str, ...], left: float) -> tuple[Step, tuple[str, ...]]:
+def _step(box: kmake.Box, commit: Commit, plan: BuildPlan, target: Target, lines: tuple[str, ...],
+          left: float) -> tuple[Step, tuple[str, ...]]:
     src, out = box.src, box.out
     start = time.monotonic()
     if commit.index and not any(objects.compiled(p, target) for p in commit.touched):

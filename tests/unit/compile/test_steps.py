@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from reviewer.build import steps
+from reviewer.compile import steps
 
 
 def test_prune_keeps_the_current_and_the_most_recently_used(tmp_path: Path) -> None:

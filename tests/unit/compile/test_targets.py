@@ -1,4 +1,4 @@
-"""Which architectures a series is built for, and with which toolchain (reviewer/build/targets.py)."""
+"""Which architectures a series is built for, and with which toolchain (reviewer/compile/targets.py)."""
 from __future__ import annotations
 
 import shutil
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import targets
-from reviewer.build.targets import TARGETS, belongs, for_series, host
+from reviewer.compile import targets
+from reviewer.compile.targets import TARGETS, belongs, for_series, host
 from reviewer.errors import UsageError
 
 

@@ -1,4 +1,4 @@
-"""Compiler, linker and make diagnostics (reviewer/build/diag.py), read from the real tools' output.
+"""Compiler, linker and make diagnostics (reviewer/compile/diag.py), read from the real tools' output.
 
 The host gcc, clang-19, ld and make run at test time on small files written here (milliseconds each):
 what they print is the oracle, in the C locale and under C.UTF-8 (where gcc quotes typographically).
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.build import diag
+from reviewer.compile import diag
 
 SOURCE = """\
 int used(void);

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from reviewer.build import diag, vdso
-from reviewer.build.steps import Step, TargetBuild
+from reviewer.compile import diag, vdso
+from reviewer.compile.steps import Step, TargetBuild
 from reviewer.model import Finding, Level
 
 RULE = "build"
