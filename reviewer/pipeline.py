@@ -350,7 +350,7 @@ def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool =
 def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
     """The series compiled for its architectures, the base and then patch by patch (reviewer/compile)."""
     from reviewer import compile as build
-    from reviewer import kbuild
+    from reviewer.kernel import cache_for
 
     if patched is None:
         return skipped("nothing was applied")
@@ -371,7 +371,7 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
 
     ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
-    plan = build.BuildPlan(commits, touched, kbuild.cache_for(request.tree), repo,
+    plan = build.BuildPlan(commits, touched, cache_for(request.tree), repo,
                       deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))
     out = build.run(plan, request.arches, run.progress)
     run.builds = tuple(build.report(b) for b in out.builds)
@@ -442,7 +442,8 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
 def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
     """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
     of the base and the patched commit, booted under QEMU; the console logs go to the run's log directory."""
-    from reviewer import boot, kbuild
+    from reviewer import boot
+    from reviewer.kernel import cache_for
     from reviewer.selftests.choose import Chosen, TestRef
 
     if patched is None:
@@ -459,7 +460,7 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
         return skipped(f"would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)")
     head = tree_git.git(patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
-    cache_dir = kbuild.cache_for(request.tree)
+    cache_dir = cache_for(request.tree)
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
     # The base side is the user's tree at the base commit; both commits are checked out from the patched
     # worktree's repository, the one that holds both (a shadow repository borrows the tree's objects).
@@ -526,7 +527,8 @@ def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = No
 
 def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
-    from reviewer import kbuild, vm
+    from reviewer import vm
+    from reviewer.kernel import cache_for
     from reviewer.run import ending
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
@@ -538,7 +540,7 @@ def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tupl
     dirs = sorted({c.ref.dir for c in run.chosen})
     ending.say(f"selftests in the series' {arch.name} kernels: {vm.cost(request.envs, request.bench_runs, arch)}")
     made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs, arch),
-                      kbuild.cache_for(request.tree), request.build_timeout, run.progress, arch)
+                      cache_for(request.tree), request.build_timeout, run.progress, arch)
     accel = next((guest.accel_for(i, arch) for i in made.images.values() if i is not None), "-")
     where = {label: f"booted {c[:12]} {arch.name} {accel}" for label, c in commits.items()}
     logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "guests"

@@ -4,11 +4,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from reviewer.boot import console
 from reviewer.boot.intests import InTest
-from reviewer.boot.kconfig import Build, build_finding
-from reviewer.boot.qemu import Boot
 from reviewer.hostload import HostLoad
+from reviewer.kernel import console
+from reviewer.kernel.kconfig import Build, build_finding
+from reviewer.kernel.qemu import Boot
 from reviewer.ktap import Result, TestCase
 from reviewer.model import BenchResult, Finding, Level, TestRun
 

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import hostload, model
-from reviewer.boot import ab, configured, kconfig, qemu
+from reviewer.boot import ab
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
-from reviewer.kbuild import srctree
+from reviewer.kernel import configured, kconfig, qemu, srctree
 from reviewer.model import BenchResult, Finding, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import private

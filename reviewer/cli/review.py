@@ -449,7 +449,7 @@ def _envs(text: str) -> tuple[str, ...]:
 def _arches(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
-    from reviewer.compile.targets import TARGETS
+    from reviewer.kernel.targets import TARGETS
 
     return _choices("--arch", text, TARGETS, "build target")
 
@@ -457,7 +457,7 @@ def _arches(text: str | None) -> tuple[str, ...]:
 def _boot_envs(text: str) -> tuple[str, ...]:
     if text == "plain":  # the default, always known: no need to load the boot stage to check it
         return ("plain",)
-    from reviewer.boot.kconfig import ENVS as BOOT_ENVS
+    from reviewer.kernel.kconfig import ENVS as BOOT_ENVS
 
     return _choices("--boot-env", text, BOOT_ENVS)
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reviewer.compile import judge, targets
+from reviewer.compile import judge
 from reviewer.compile.steps import BUILD_TIMEOUT, BuildPlan, Commit, Step, TargetBuild, build_target
-from reviewer.kbuild import srctree
+from reviewer.kernel import srctree, targets
 from reviewer.model import BuiltStep, BuiltTarget, Finding, Level
 from reviewer.progress import QUIET, Progress
 

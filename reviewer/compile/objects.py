@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from reviewer.compile import sources
-from reviewer.compile.targets import Target, belongs
+from reviewer.kernel.targets import Target, belongs
 
 Read = sources.Read
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer.compile import diag, objects, sources, vdso
-from reviewer.compile.targets import Target
 from reviewer.errors import CommandError
-from reviewer.kbuild import make as kmake
-from reviewer.kbuild import srctree
+from reviewer.kernel import make as kmake
+from reviewer.kernel import srctree
+from reviewer.kernel.targets import Target
 from reviewer.progress import QUIET, Progress
 from reviewer.run.sandbox import Sandbox
 from reviewer.tree.git import git

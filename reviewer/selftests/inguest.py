@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.boot import console
+from reviewer.kernel import console
 from reviewer.model import Finding, Level, TestRun
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests.choose import SELFTESTS, TestRef

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.compile.targets import TARGETS, host
+from reviewer.kernel.targets import TARGETS, host
 from reviewer.model import Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.vm import root
@@ -138,7 +138,8 @@ def install(packages: Iterable[str]) -> str:
 
 def _tools(g: GuestArch) -> dict[str, str]:
     """Every command a G guest needs: vng (where it boots G) and QEMU first (what the message names first), then the rest."""
-    from reviewer.boot import qemu, runner
+    from reviewer.boot import runner
+    from reviewer.kernel import qemu
 
     build = {t: runner.TOOLS[t] for t in runner.TOOLS if t != qemu.QEMU}
     if g.initramfs:  # no vng: QEMU boots it with our init (vm/initramfs.py)
@@ -185,8 +186,7 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
             progress: Progress = QUIET, arch: GuestArch = GUESTS["x86_64"]) -> Prepared:
     """The guest kernel of each tree's commit (checked out from the repository GIT), built in CACHE or
     found there; what a tree's build broke, and the fragment's symbols the configuration did not keep."""
-    from reviewer.boot import kconfig
-    from reviewer.kbuild import srctree
+    from reviewer.kernel import kconfig, srctree
     from reviewer.vm import kernel
 
     images: dict[str, Path | None] = {}

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from reviewer.compile.targets import TARGETS, Target, host
+from reviewer.kernel.targets import TARGETS, Target, host
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reviewer.boot import qemu
+from reviewer.kernel import qemu
 from reviewer.run import private
 from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
 from reviewer.run.sandbox import Sandbox, read_untrusted

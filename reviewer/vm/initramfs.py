@@ -29,7 +29,7 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from reviewer.boot import qemu
+from reviewer.kernel import qemu
 from reviewer.run import private
 from reviewer.run.sandbox import YEAR, Sandbox, read_untrusted
 from reviewer.vm.arches import GuestArch

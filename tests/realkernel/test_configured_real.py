@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.boot import configured, kconfig, runner
+from reviewer.boot import runner
 from reviewer.boot.intests import BUILTIN, symbols
-from reviewer.kbuild import srctree
+from reviewer.kernel import configured, kconfig, srctree
 from reviewer.tree.git import common_dir
 from tests.realkernel.kernel import BOOT_CACHE, commit, show
 

@@ -15,10 +15,11 @@ import pytest
 from rich.console import Console
 
 from reviewer import boot, config, pipeline
-from reviewer.boot import ab, kconfig, runner
+from reviewer.boot import ab, runner
 from reviewer.boot.intests import InTest
 from reviewer.cli import _dispatch
 from reviewer.errors import CommandError, ExitStatus
+from reviewer.kernel import kconfig
 from reviewer.model import BenchResult, BootResult, Review, StageStatus
 from reviewer.pipeline import Request, review
 from reviewer.report import json as json_report

@@ -15,9 +15,10 @@ from rich.console import Console
 from scipy.stats import bootstrap, mannwhitneyu
 
 from reviewer import hostload
-from reviewer.boot import ab, intests, kconfig
-from reviewer.boot.qemu import Boot
+from reviewer.boot import ab, intests
 from reviewer.hostload import HostLoad, Reading
+from reviewer.kernel import kconfig
+from reviewer.kernel.qemu import Boot
 from reviewer.model import SLOWER_THAN, SLOWER_THAN_TCG, BenchResult, Level, Person, Review, Series, slower_than
 from reviewer.report import email, terminal
 from reviewer.report import json as json_report

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.apply import worktree
-from reviewer.kbuild import srctree
+from reviewer.kernel import srctree
 from reviewer.tree.git import common_dir
 from tests.conftest import SERIES, git
 from tests.helpers import review

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.apply import worktree
-from reviewer.kbuild import srctree
+from reviewer.kernel import srctree
 from reviewer.run import ending, leftovers
 from tests.conftest import git
 

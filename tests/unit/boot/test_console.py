@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.boot import ab, console, intests, kconfig
-from reviewer.boot.qemu import Boot
+from reviewer.boot import ab, intests
+from reviewer.kernel import console, kconfig
+from reviewer.kernel.qemu import Boot
 from reviewer.ktap import Result
 from reviewer.model import Level
 from reviewer.verdict import BENCH_RUNS

@@ -4,8 +4,8 @@ from __future__ import annotations
 from reviewer.compile import judge
 from reviewer.compile.diag import Diagnostic
 from reviewer.compile.steps import Step, TargetBuild
-from reviewer.compile.targets import TARGETS, Target
 from reviewer.compile.vdso import Image
+from reviewer.kernel.targets import TARGETS, Target
 from reviewer.model import Finding, Level
 
 X86, PPC64, PPC32 = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["ppc32"]

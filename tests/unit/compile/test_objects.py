@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.compile import objects, targets
-from reviewer.compile.targets import TARGETS
+from reviewer.compile import objects
+from reviewer.kernel import targets
+from reviewer.kernel.targets import TARGETS
 from tests.realkernel.kernel import ensure_repo
 
 X86, PPC64, LOONG = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["loongarch"]

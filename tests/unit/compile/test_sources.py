@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.compile import objects, sources, steps
-from reviewer.compile.targets import TARGETS
+from reviewer.kernel.targets import TARGETS
 from tests.realkernel.kernel import ensure_repo
 
 # Shaped like 6.12's files, each reduced to the lines that matter here.

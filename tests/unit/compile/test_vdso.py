@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.compile import vdso
-from reviewer.compile.targets import TARGETS
+from reviewer.kernel.targets import TARGETS
 
 SOURCE = """\
 extern int helper_from_elsewhere(void);

@@ -14,8 +14,9 @@ import pytest
 from rich.console import Console
 
 from reviewer import boot, config, pipeline
-from reviewer.boot import ab, kconfig, qemu, runner
+from reviewer.boot import ab, runner
 from reviewer.boot.intests import InTest
+from reviewer.kernel import kconfig, qemu
 from reviewer.ktap import Result
 from reviewer.model import TestRun
 from reviewer.pipeline import Request, review

@@ -12,7 +12,7 @@ import pytest
 from reviewer import config
 from reviewer.apply import base as apply_base
 from reviewer.cli import hook
-from reviewer.kbuild import srctree
+from reviewer.kernel import srctree
 from reviewer.kernelscripts import cachekeys
 from reviewer.model import Person, Series
 from reviewer.report import send

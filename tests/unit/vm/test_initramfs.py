@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.compile.targets import TARGETS
+from reviewer.kernel.targets import TARGETS
 from reviewer.run.sandbox import YEAR
 from reviewer.vm import guest, initramfs
 from reviewer.vm.arches import GUESTS

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.boot import qemu
 from reviewer.errors import CommandError
+from reviewer.kernel import qemu
 from reviewer.proc import watch
 
 

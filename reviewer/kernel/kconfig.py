@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.errors import CommandError
-from reviewer.kbuild.make import Box, ccache_dir, configure, sandbox_env
+from reviewer.kernel.make import Box, ccache_dir, configure, sandbox_env
 from reviewer.model import Finding, Level
 from reviewer.run.sandbox import Sandbox
 

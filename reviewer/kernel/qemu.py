@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from reviewer.boot import console
+from reviewer.kernel import console
 from reviewer.proc import watch
 
 QEMU = "qemu-system-x86_64"

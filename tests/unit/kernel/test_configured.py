@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.boot import configured
+from reviewer.kernel import configured
 
 LINES = ("CONFIG_PRINTK=y", "CONFIG_DMAPOOL_TEST=y")
 

@@ -1,4 +1,8 @@
-"""Compiling a kernel tree: the private source checkout of a cache (srctree) and make in the sandbox (make)."""
+"""The kernel layer: configure, build, cache and boot a kernel for an architecture, and nothing else.
+
+The private source checkout of a cache (srctree), make in the sandbox (make), the toolchains (targets), the
+config fragment (kconfig), the kept-configuration stamp (configured), QEMU (qemu) and its console (console).
+It imports no stage, no report/ and no cli/."""
 from __future__ import annotations
 
 import hashlib

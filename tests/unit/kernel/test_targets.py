@@ -1,4 +1,4 @@
-"""Which architectures a series is built for, and with which toolchain (reviewer/compile/targets.py)."""
+"""Which architectures a series is built for, and with which toolchain (reviewer/kernel/targets.py)."""
 from __future__ import annotations
 
 import shutil
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.compile import targets
-from reviewer.compile.targets import TARGETS, belongs, for_series, host
 from reviewer.errors import UsageError
+from reviewer.kernel import targets
+from reviewer.kernel.targets import TARGETS, belongs, for_series, host
 
 
 def _names(touched: list[str], only: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:

@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 
 from reviewer.errors import CommandError
-from reviewer.kbuild import srctree
+from reviewer.kernel import srctree
 from reviewer.run.sandbox import read_untrusted
 from reviewer.tree.git import git
 

@@ -1,0 +1,74 @@
+"""The layering rule of the style guide, read from every module's imports (with `ast`, imports inside
+functions included): the stages import the kernel layer and never each other; reviewer/kernel/ imports
+no stage, no report/ and no cli/; nothing outside cli/ imports cli/ (reviewer/__main__.py starts it)."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2] / "reviewer"
+STAGES = ("compile", "boot", "selftests", "apply", "checks")
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path, module: str) -> list[str]:
+    """Every module PATH (named MODULE) imports, absolute, wherever the import statement is."""
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out.extend(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")
+                anchor = anchor[: len(anchor) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            out.extend(f"{base}.{a.name}" for a in node.names)  # "from reviewer import boot" imports reviewer.boot
+    return out
+
+
+def _top(name: str) -> str:
+    """The package of reviewer.X.Y (X), or "" for a name outside reviewer."""
+    parts = name.split(".")
+    return parts[1] if parts[0] == "reviewer" and len(parts) > 1 else ""
+
+
+def violations(path: Path, module: str) -> list[str]:
+    mine = _top(module)
+    found = []
+    for name in _imports(path, module):
+        theirs = _top(name)
+        if not theirs or theirs == mine:
+            continue
+        if theirs == "cli" and module != "reviewer.__main__":
+            found.append(f"{module} imports {name}: nothing imports cli/")
+        elif mine == "kernel" and theirs in (*STAGES, "report", "cli", "pipeline", "vm"):
+            found.append(f"{module} imports {name}: kernel/ imports no stage, no report/, no cli/")
+        elif mine in STAGES and theirs in STAGES:
+            found.append(f"{module} imports {name}: a stage never imports another stage")
+    return found
+
+
+MODULES = sorted(ROOT.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=[_module(p) for p in MODULES])
+def test_module_keeps_the_layers(path: Path) -> None:
+    assert violations(path, _module(path)) == []
+
+
+def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
+    # The check itself, on a module read as kernel/ would hold it: imports inside a function, one relative.
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f() -> None:\n    from reviewer.boot import runner\n    from ..cli import review\n")
+    assert violations(probe, "reviewer.kernel.probe") == [
+        "reviewer.kernel.probe imports reviewer.boot.runner: kernel/ imports no stage, no report/, no cli/",
+        "reviewer.kernel.probe imports reviewer.cli.review: nothing imports cli/",
+    ]
