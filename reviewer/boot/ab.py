@@ -17,14 +17,16 @@ BAD = (Result.FAIL, Result.TIMEOUT, Result.ERROR)
 
 
 @dataclass(frozen=True)
-class Side:
+class BootedKernel:
+    """One side of an A/B: a tree's kernel as built and its boots."""
+
     tree: str  # base | patched
     env: str  # plain | debug
     build: Build
     boots: tuple[Boot, ...] = ()  # none when the build failed
 
 
-def runs(tests: Sequence[InTest], side: Side) -> list[TestRun]:
+def runs(tests: Sequence[InTest], side: BootedKernel) -> list[TestRun]:
     """One run for the build, then one per test (from the first boot)."""
     b = side.build
     out = [TestRun("boot:kernel-build", side.tree, side.env, Result.PASS if b.ok else Result.ERROR, b.seconds, b.error, b.log)]
@@ -33,7 +35,7 @@ def runs(tests: Sequence[InTest], side: Side) -> list[TestRun]:
     return out
 
 
-def _test_run(test: InTest, boot: Boot, side: Side) -> TestRun:
+def _test_run(test: InTest, boot: Boot, side: BootedKernel) -> TestRun:
     name, log, secs = f"boot:{test.name}", boot.console, boot.seconds
     if test.kind == "dmapool":
         times = console.dmapool_times(log)
@@ -64,7 +66,7 @@ def clean(boot: Boot) -> bool:
     return not boot.timed_out and console.expected_end(boot.console) and not console.splats(boot.console)
 
 
-def side_findings(side: Side) -> Iterable[Finding]:
+def side_findings(side: BootedKernel) -> Iterable[Finding]:
     """Whatever went wrong on one side, on its own: no build, a hang, a splat, QEMU dying early."""
     what = f"the {side.tree} kernel ({side.env})"
     if not side.build.ok:
@@ -82,7 +84,7 @@ def side_findings(side: Side) -> Iterable[Finding]:
                                              f"{console.last_line(boot.console)}")
 
 
-def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: float,
+def compare(tests: Sequence[InTest], base: BootedKernel, patched: BootedKernel, slower_than: float,
             load: HostLoad | None = None) -> tuple[list[BenchResult], list[Finding]]:
     """dmapool_test's times judged as the selftest benchmarks are (verdict.py), LOAD being the machine while the sides
     booted (a busy host gives no verdict); a warning per test judged slower; the KUnit suites that regressed."""
@@ -93,7 +95,7 @@ def compare(tests: Sequence[InTest], base: Side, patched: Side, slower_than: flo
     return results, findings + list(_regressions(tests, base, patched))
 
 
-def _dmapool(test: InTest, base: Side, patched: Side, load: HostLoad | None) -> list[BenchResult]:
+def _dmapool(test: InTest, base: BootedKernel, patched: BootedKernel, load: HostLoad | None) -> list[BenchResult]:
     b = [console.dmapool_times(x.console) for x in base.boots]
     p = [console.dmapool_times(x.console) for x in patched.boots]
     if not any(b) or not any(p):
@@ -113,7 +115,7 @@ def _slower(test: InTest, env: str, slow: list[BenchResult], limit: float) -> Fi
     return Finding("benchmarks", Level.WARNING, f"{test.name} is slower on the patched tree ({env}): {cases} (threshold {limit:g}x)")
 
 
-def _regressions(tests: Sequence[InTest], base: Side, patched: Side) -> Iterable[Finding]:
+def _regressions(tests: Sequence[InTest], base: BootedKernel, patched: BootedKernel) -> Iterable[Finding]:
     """A KUnit suite that passes on base and fails on patched (hangs and splats are reported per side)."""
     if not base.boots or not patched.boots:
         return

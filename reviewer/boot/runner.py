@@ -67,7 +67,7 @@ def run_intests(
     progress.expect(len(envs) * len(trees))  # the builds; each round of boots adds its own
     with srctree.locked(cache_dir):
         for env in envs:
-            sides: dict[str, ab.Side] = {}
+            sides: dict[str, ab.BootedKernel] = {}
             for tree, c in trees.items():
                 progress.advance(f"build the {tree} kernel ({env})")
                 sides[tree] = side(common_dir(patched_wt), c, tree, env, out.config[env], cache_dir, build_timeout)
@@ -104,12 +104,12 @@ class How:
 
 
 def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float,
-         how: How = How()) -> ab.Side:
+         how: How = How()) -> ab.BootedKernel:
     """The kernel of COMMIT in ENV: the cached image of its tree, else a build in the env's build directory."""
     image = image_path(git, commit, env, lines, cache, how)
     if image.is_file():
         os.utime(image)  # used now: the newest, never what the other side's build prunes before the boot (_prune)
-        return ab.Side(tree, env, kconfig.Build(ok=True, seconds=0.0, image=image, config=lines, log="(cached image)"))
+        return ab.BootedKernel(tree, env, kconfig.Build(ok=True, seconds=0.0, image=image, config=lines, log="(cached image)"))
     srctree.checkout(git, commit, cache / "src")
     # A build a second Ctrl-C or SIGKILL cut short leaves half-written objects that look up to date: start over.
     building = cache / f"build-{env}.building"
@@ -132,7 +132,7 @@ def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], ca
         os.replace(partial, image)
         _prune(image.parent)
         b = replace(b, image=image)
-    return ab.Side(tree, env, b)
+    return ab.BootedKernel(tree, env, b)
 
 
 def image_path(git: Path, commit: str, env: str, lines: tuple[str, ...], cache: Path, how: How = How()) -> Path:
@@ -153,8 +153,8 @@ def kernel_content(git: Path, commit: str) -> str:
     return hashlib.sha1("\n".join(kept).encode()).hexdigest()
 
 
-def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, paths: dict[str, str],
-          progress: Progress = QUIET) -> dict[str, ab.Side]:
+def _boot(sides: dict[str, ab.BootedKernel], boots: int, timeout: float, logs: Path, paths: dict[str, str],
+          progress: Progress = QUIET) -> dict[str, ab.BootedKernel]:
     """Boot the sides in turn, up to BOOTS rounds (alternating, so that a slow moment hits both) for
     medians. A side boots again only while its boots are clean and short: a hang or a splat
     will come back, and a minute-long test (debug, TCG) averages out its own noise."""
@@ -169,7 +169,7 @@ def _boot(sides: dict[str, ab.Side], boots: int, timeout: float, logs: Path, pat
             private.make_dir(logs)  # console logs: the user's eyes only (700; proc.watch writes them 600)
             done[tree].append(qemu.boot(side.build.image, timeout, log))
             paths.setdefault(f"{tree}/{side.env}", str(log))
-    return {tree: ab.Side(s.tree, s.env, s.build, tuple(done[tree])) for tree, s in sides.items()}
+    return {tree: ab.BootedKernel(s.tree, s.env, s.build, tuple(done[tree])) for tree, s in sides.items()}
 
 
 def _again(previous: list[qemu.Boot]) -> bool:
@@ -177,7 +177,7 @@ def _again(previous: list[qemu.Boot]) -> bool:
     return last is not None and last.seconds < REPEAT_UNDER and ab.clean(last)
 
 
-def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.Side], asked: float | None,
+def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.BootedKernel], asked: float | None,
            load: hostload.HostLoad | None = None) -> BootResults:
     runs = [r for s in sides.values() for r in ab.runs(tests, s)]
     findings = [f for s in sides.values() for f in ab.side_findings(s)]

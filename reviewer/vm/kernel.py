@@ -73,7 +73,7 @@ def asked(tree: Path, test_dir: str) -> list[str]:
 
 
 def build(git: Path, commit: str, tree: str, lines: tuple[str, ...], cache: Path, timeout: float,
-          arch: GuestArch = GUESTS["x86_64"]) -> ab.Side:
+          arch: GuestArch = GUESTS["x86_64"]) -> ab.BootedKernel:
     """The ARCH guest kernel of COMMIT (checked out from the repository GIT): cached, or built in the cache."""
     how = runner.How(arch.make_vars(ccache=shutil.which("ccache") is not None), arch.make_target, arch.image)
     return runner.side(git, commit, tree, kind(arch), lines, cache, timeout, how)

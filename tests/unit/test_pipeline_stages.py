@@ -91,9 +91,9 @@ def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(ke
     monkeypatch.setattr(runner, "preflight", lambda: None)
     built: dict[str, tuple[Path, str]] = {}
 
-    def side(repo: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], _cache: Path, _timeout: float) -> ab.Side:
+    def side(repo: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], _cache: Path, _timeout: float) -> ab.BootedKernel:
         built[tree] = (repo, commit)
-        return ab.Side(tree, env, kconfig.Build(ok=False, seconds=0.0, image=None, config=lines, log="not built: a test"))
+        return ab.BootedKernel(tree, env, kconfig.Build(ok=False, seconds=0.0, image=None, config=lines, log="not built: a test"))
 
     monkeypatch.setattr(runner, "side", side)
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "boot-cache"))

@@ -196,10 +196,11 @@ def test_the_sandboxs_programs_count_as_ours(tmp_path: Path) -> None:
 
 # --- the boot stage: dmapool_test's times, one boot per side per run -----------------------------------------------
 
-def _side(tree: str, times: list[float]) -> ab.Side:
+def _side(tree: str, times: list[float]) -> ab.BootedKernel:
     build = kconfig.Build(ok=True, seconds=1.0, image=Path("bzImage"), config=(), log="")
     consoles = [f"dmapool test: size:16   align:16   blocks:8192 time:{t:g}\n" for t in times]
-    return ab.Side(tree, "plain", build, tuple(Boot(c, 2.0, timed_out=False, accel="kvm", returncode=None, log=None) for c in consoles))
+    return ab.BootedKernel(tree, "plain", build,
+                           tuple(Boot(c, 2.0, timed_out=False, accel="kvm", returncode=None, log=None) for c in consoles))
 
 
 def _boot_findings(base: list[float], patched: list[float], load: HostLoad | None = None) -> list[str]:

@@ -21,9 +21,9 @@ def _log(name: str) -> str:
     return (LOGS / name).read_text()
 
 
-def _side(tree: str, *logs: str, timed_out: bool = False) -> ab.Side:
+def _side(tree: str, *logs: str, timed_out: bool = False) -> ab.BootedKernel:
     build = kconfig.Build(ok=True, seconds=1.0, image=Path("bzImage"), config=(), log="")
-    return ab.Side(tree, "plain", build, tuple(Boot(_log(n), 2.0, timed_out, "kvm", None, None) for n in logs))
+    return ab.BootedKernel(tree, "plain", build, tuple(Boot(_log(n), 2.0, timed_out, "kvm", None, None) for n in logs))
 
 
 def test_dmapool_times() -> None:
@@ -95,7 +95,8 @@ def test_kunit_ktap_from_console() -> None:
 def test_kunit_failure_on_patched_only() -> None:
     failing = _log("kunit-cmdline.log").replace("    ok 1 ", "    not ok 1 ", 1).replace("\nok 1 cmdline", "\nnot ok 1 cmdline")
     base, patched = _side("base", "kunit-cmdline.log"), _side("base", "kunit-cmdline.log")
-    patched = ab.Side("patched", "plain", patched.build, (Boot(failing, 2.0, timed_out=False, accel="kvm", returncode=None, log=None),))
+    patched = ab.BootedKernel("patched", "plain", patched.build,
+                              (Boot(failing, 2.0, timed_out=False, accel="kvm", returncode=None, log=None),))
     _, findings = ab.compare([CMDLINE], base, patched, 1.25)
     assert [f.level for f in findings] == [Level.ERROR] and "kunit:cmdline fails on the patched tree" in findings[0].message
 

@@ -91,10 +91,12 @@ def test_boot_logs_dir_is_made_by_the_first_boot(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(qemu, "boot", _fake_boot)
     broken = kconfig.Build(ok=False, seconds=1.0, image=None, config=(), log="error")
     paths: dict[str, str] = {}
-    runner._boot({"base": ab.Side("base", "plain", broken), "patched": ab.Side("patched", "plain", broken)}, 3, 10.0, tmp_path / "a", paths)
+    runner._boot({"base": ab.BootedKernel("base", "plain", broken), "patched": ab.BootedKernel("patched", "plain", broken)},
+                 3, 10.0, tmp_path / "a", paths)
     assert not (tmp_path / "a").exists() and paths == {}  # no kernel, no console, no directory
     built = kconfig.Build(ok=True, seconds=1.0, image=tmp_path / "bzImage", config=(), log="")
-    runner._boot({"base": ab.Side("base", "plain", built), "patched": ab.Side("patched", "plain", broken)}, 1, 10.0, tmp_path / "b", paths)
+    runner._boot({"base": ab.BootedKernel("base", "plain", built), "patched": ab.BootedKernel("patched", "plain", broken)},
+                 1, 10.0, tmp_path / "b", paths)
     assert paths == {"base/plain": str(tmp_path / "b" / "boot-base-plain.log")}
     assert "No working init" in (tmp_path / "b" / "boot-base-plain.log").read_text()
 
