@@ -14,7 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from tests.realkernel.kernel import IDENTITY, commit, ensure_repo, format_patch, git, show  # noqa: E402
+from bench._kernel import IDENTITY, commit, ensure_repo, format_patch, git, show  # noqa: E402
 
 RUNS = int(os.environ.get("RUNS", "5"))
 BIN = Path(sys.executable).parent

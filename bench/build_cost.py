@@ -33,7 +33,7 @@ from typing import Any
 
 from _common import AUTHOR, BIN, env, kernel, scratch, sh, table
 
-from tests.realkernel.kernel import commit, format_patch, git, show
+from bench._kernel import commit, format_patch, git, show
 
 FILES = ("lib/sort.c", "lib/cmdline.c", "kernel/panic.c", "kernel/notifier.c")
 OBJECTS = tuple(p[:-2] + ".o" for p in FILES)

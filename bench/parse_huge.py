@@ -14,9 +14,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from reviewer.series.patchparse import parse_diff
-from tests.unit.series.test_patchparse import huge_diff
 
 RUNS = 5
+
+
+def huge_diff(lines: int) -> str:
+    """One new file of LINES added lines (tests/unit/series/test_patchparse.py parses the same shape)."""
+    body = "".join(f"+int v{i} = {i};\n" for i in range(lines))
+    return ("diff --git a/big.c b/big.c\nnew file mode 100644\nindex 0000000..1111111\n"
+            f"--- /dev/null\n+++ b/big.c\n@@ -0,0 +1,{lines} @@\n{body}")
 
 
 def timed(fn, arg) -> float:  # type: ignore[no-untyped-def]

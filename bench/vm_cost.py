@@ -44,11 +44,11 @@ from pathlib import Path
 
 from _common import AUTHOR, BIN, env, kernel, table
 
+from bench._kernel import BOOT_CACHE, GUEST_ROOTS, commit, format_patch, git, show
 from reviewer.run.sandbox import Sandbox
 from reviewer.vm import guest, initramfs, kernels, root
 from reviewer.vm import kernel as guest_kernel
 from reviewer.vm.arches import GUESTS, GuestArch
-from tests.realkernel.kernel import BOOT_CACHE, GUEST_ROOTS, commit, format_patch, git, show
 
 WORK = Path(os.environ.get("REVIEWER_BENCH_VM", "/var/tmp/reviewer-bench-vm"))
 RUNS = int(os.environ.get("RUNS", "3"))

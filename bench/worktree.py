@@ -16,8 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._kernel import ensure_repo  # noqa: E402
 from reviewer.apply import worktree
-from tests.realkernel.kernel import ensure_repo  # noqa: E402
 
 RUNS = 3
 TOUCHED = ["arch/loongarch/vdso/vdso.lds.S", "arch/loongarch/Kconfig", "tools/testing/selftests/vDSO/Makefile"]

@@ -87,7 +87,7 @@ DRAIN = 5.0  # seconds the pipes may stay open once the program is killed or has
 
 
 @dataclass
-class Side:
+class SidePipes:
     """Pipes beside the output: the child inherits CHILD_FDS (closed here once it has started); each
     of READERS (their other ends, the caller's to close) is read as data comes, and every chunk is
     handed to its callback (b"" once, at its end)."""
@@ -97,7 +97,7 @@ class Side:
 
 
 def run_group(
-    args: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], timeout: float, side: Side | None = None,
+    args: Sequence[str | Path], *, cwd: Path, env: Mapping[str, str], timeout: float, side: SidePipes | None = None,
     owner: int | None = None,
 ) -> Sandboxed:
     """Run ARGS in its own process group with exactly ENV; kill the whole group at TIMEOUT or Ctrl-C.
@@ -111,7 +111,7 @@ def run_group(
 
     start = time.monotonic()
     argv = [str(a) for a in args]
-    side = side or Side()
+    side = side or SidePipes()
     out, write = os.pipe()
     try:
         if owner is not None:

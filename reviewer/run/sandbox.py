@@ -50,7 +50,7 @@ from pathlib import Path
 
 from reviewer import hostload
 from reviewer.errors import ConfigError
-from reviewer.proc import Sandboxed, Side, run_group
+from reviewer.proc import Sandboxed, SidePipes, run_group
 from reviewer.run import ending
 
 YEAR = 365 * 24 * 3600
@@ -147,7 +147,7 @@ def _tools() -> dict[str, str]:
 
 
 @dataclass
-class Plan:
+class MountPlan:
     """The bwrap mount options of one run, and where to look for what it left."""
 
     uid: int | None  # the sandbox's uid when review runs as root: what it must reach is checked for it
@@ -210,10 +210,10 @@ def _reachable(path: Path, uid: int | None) -> bool:
 
 
 def layout(uid: int | None, trees: Sequence[Path], readable: Sequence[Path], scratch: Path, homes: Sequence[Path],
-           git_dirs: Sequence[GitDir]) -> Plan:
+           git_dirs: Sequence[GitDir]) -> MountPlan:
     """The mounts, in bwrap's order (later ones on top): the read-only root, the throw-away file
     systems, decoys of the homes, the binds (shallow first), then the git decoys and `.git` links."""
-    plan = Plan(uid)
+    plan = MountPlan(uid)
     plan.args += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     plan.areas.append("/dev")
     plan.tmpfs("/tmp", size=TMP_SIZE)
@@ -252,7 +252,7 @@ class GitDir:
     worktree: Path | None = None
 
 
-def _decoy(plan: Plan, git: GitDir) -> None:
+def _decoy(plan: MountPlan, git: GitDir) -> None:
     """An empty, writable git directory at GIT's place, with the usual subdirectories and the
     worktree's own (its `commondir` file, "../..", bound read-only): whatever a test writes there
     (a hook, through the worktree's gitdir link) is seen, and thrown away."""
@@ -340,7 +340,7 @@ def _give(top: Path, uid: int, *, keep_top: bool) -> None:
 class _Run:
     """One run: the pipes to the guard, and what the host sees of the sandbox through /proc."""
 
-    def __init__(self, plan: Plan) -> None:
+    def __init__(self, plan: MountPlan) -> None:
         self.plan = plan
         self.info = b""
         self.status = b""
@@ -362,7 +362,7 @@ class _Run:
                  *self.plan.args, "--chdir", str(cwd), "--"]
         drop = [tools["setpriv"], f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--inh-caps=-all", "--bounding-set=-all", "--"]
         guard = [tools["bash"], "-c", _GUARD, "reviewer-guard", str(status_w), str(release_r)]
-        side = Side((status_w, release_r, info_w), {status_r: self._on_status, self.info_r: self._on_info})
+        side = SidePipes((status_w, release_r, info_w), {status_r: self._on_status, self.info_r: self._on_info})
         for fd in side.child_fds:
             self.fds.remove(fd)  # run_group closes them once the child has them
         try:

@@ -48,7 +48,7 @@ class Mail:
 
 
 @dataclass
-class Posting:
+class PostingMails:
     root: Mail
     slots: dict[int, Mail] = field(default_factory=dict)  # counter -> the patch (0: the cover letter)
     replaced: list[Mail] = field(default_factory=list)  # earlier copies of a slot
@@ -78,7 +78,7 @@ class Followup:
 
 @dataclass(frozen=True)
 class Selection:
-    postings: tuple[Posting, ...]  # every posting, oldest first
+    postings: tuple[PostingMails, ...]  # every posting, oldest first
     chosen: frozenset[str]  # root msgids of the postings reviewed (one per revision)
     followups: tuple[Followup, ...]
 
@@ -143,26 +143,26 @@ def _revision(mail: Mail, members: dict[str, Mail]) -> int:
     return mail.revision
 
 
-def _postings(members: dict[str, Mail]) -> list[Posting]:
+def _postings(members: dict[str, Mail]) -> list[PostingMails]:
     revision = {m.msgid: _revision(m, members) for m in members.values()}
     groups: dict[str, list[Mail]] = {}
     for mail in members.values():
         groups.setdefault(_thread_root(mail, members, revision).msgid, []).append(mail)
-    postings: list[Posting] = []
+    postings: list[PostingMails] = []
     lone: list[Mail] = []
     for root_id, mails in groups.items():
         root = members[root_id]
         if len(mails) == 1 and root.kind is Kind.PATCH:
             lone.append(root)  # sent unthreaded: placed below, into the posting it belongs to
             continue
-        posting = Posting(_as_root(root, revision[root_id]))
+        posting = PostingMails(_as_root(root, revision[root_id]))
         for mail in sorted(mails, key=_by_date):
             _place(posting, mail)
         postings.append(posting)
     for mail in sorted(lone, key=_by_date):
         home = _unthreaded_home(mail, postings, revision)
         if home is None:
-            home = Posting(_as_root(mail, revision[mail.msgid]))
+            home = PostingMails(_as_root(mail, revision[mail.msgid]))
             postings.append(home)
         _place(home, mail)
     return sorted(postings, key=lambda p: _by_date(p.root))
@@ -194,7 +194,7 @@ def _thread_root(mail: Mail, members: dict[str, Mail], revision: dict[str, int])
         mail = parent
 
 
-def _unthreaded_home(mail: Mail, postings: Iterable[Posting], revision: dict[str, int]) -> Posting | None:
+def _unthreaded_home(mail: Mail, postings: Iterable[PostingMails], revision: dict[str, int]) -> PostingMails | None:
     """The posting of the same sender, revision and size, with MAIL's slot free, nearest in time.
 
     Nearest, not only earlier: `git format-patch` dates a cover letter now and the patches
@@ -204,7 +204,7 @@ def _unthreaded_home(mail: Mail, postings: Iterable[Posting], revision: dict[str
     return min(fits, key=lambda p: abs((p.root.date - mail.date).total_seconds()), default=None)
 
 
-def _place(posting: Posting, mail: Mail) -> None:
+def _place(posting: PostingMails, mail: Mail) -> None:
     slot = 0 if mail.kind is Kind.COVER else mail.counter
     old = posting.slots.get(slot)
     if old is not None:
@@ -212,9 +212,9 @@ def _place(posting: Posting, mail: Mail) -> None:
     posting.slots[slot] = mail
 
 
-def _choose(postings: list[Posting]) -> frozenset[str]:
+def _choose(postings: list[PostingMails]) -> frozenset[str]:
     """Per revision, the newest complete posting, else the newest."""
-    best: dict[int, Posting] = {}
+    best: dict[int, PostingMails] = {}
     for p in postings:  # oldest first: a later one of the same standing wins
         have = best.get(p.revision)
         if have is None or p.complete or not have.complete:

@@ -30,17 +30,17 @@ class Kind(StrEnum):
 
 
 @dataclass(frozen=True)
-class Target:
+class TargetSpec:
     kind: Kind
     text: str
     path: Path | None = None
     ref: msgid.MsgRef | None = None
 
 
-def classify(text: str, cwd: Path) -> Target:
+def classify(text: str, cwd: Path) -> TargetSpec:
     """Decide what TEXT names. Files win over everything, then ids, then git revisions."""
     if text == "-":
-        return Target(Kind.STDIN, text)
+        return TargetSpec(Kind.STDIN, text)
     path = Path(text) if Path(text).is_absolute() else cwd / text
     try:
         if (found := _on_disk(path, text)) is not None:
@@ -48,13 +48,13 @@ def classify(text: str, cwd: Path) -> Target:
     except PermissionError as exc:  # a directory on the way, or the directory itself, that we may not read
         raise InputError(f"{text}: cannot read it: {exc.strerror}", "check its permissions, and those of the directories above it") from exc
     if msgid.looks_like_range(text):
-        return Target(Kind.RANGE, text)
+        return TargetSpec(Kind.RANGE, text)
     ref = msgid.parse(text) or lore.link_msgid(text, cwd)
     if ref is not None:
-        return Target(Kind.MSGID, text, ref=ref)
+        return TargetSpec(Kind.MSGID, text, ref=ref)
     if _looks_like_path(text):
         raise InputError(f"{text}: no such file or directory", "check the path; give an mbox, a maildir or a git format-patch directory")
-    return Target(Kind.RANGE, text)
+    return TargetSpec(Kind.RANGE, text)
 
 
 def range_tree(text: str | None, cwd: Path) -> Path | None:
@@ -69,13 +69,13 @@ def range_tree(text: str | None, cwd: Path) -> Path | None:
     return Path(top) if top and kerneltop.is_kernel_tree(Path(top)) else None
 
 
-def _on_disk(path: Path, text: str) -> Target | None:
+def _on_disk(path: Path, text: str) -> TargetSpec | None:
     if path.is_dir():
         is_maildir = all((path / d).is_dir() for d in ("cur", "new", "tmp"))
-        return Target(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
+        return TargetSpec(Kind.MAILDIR if is_maildir else Kind.PATCHDIR, text, path)
     if path.exists():
         _regular(path, text)
-        return Target(Kind.MBOX, text, path)
+        return TargetSpec(Kind.MBOX, text, path)
     return None
 
 
@@ -118,7 +118,7 @@ class Remote:
         return self.cache_minutes * 60 if self.cache_minutes is not None else cache.FRESH_SECONDS
 
 
-def load(target: Target, cwd: Path, revision: int | None = None, *, debug: bool = False, remote: Remote | None = None) -> Series:
+def load(target: TargetSpec, cwd: Path, revision: int | None = None, *, debug: bool = False, remote: Remote | None = None) -> Series:
     """Read the messages TARGET names and build the series from them."""
     if target.kind is Kind.MSGID:
         assert target.ref is not None
@@ -189,7 +189,7 @@ def _offline(ref: msgid.MsgRef) -> bytes:
     return data
 
 
-def _read(target: Target) -> list[fetch.Message]:
+def _read(target: TargetSpec) -> list[fetch.Message]:
     if target.kind is Kind.STDIN:
         import sys
 

@@ -152,7 +152,7 @@ def test_the_load_stage_gets_them_from_the_config_not_from_git(tmp_path: Path, m
     git(tmp_path, "config", "reviewer.cacheMinutes", "0")
     seen: list[targets.Remote] = []
 
-    def load(_target: targets.Target, _cwd: Path, _revision: Any, *, remote: targets.Remote, **_kw: Any) -> Any:
+    def load(_target: targets.TargetSpec, _cwd: Path, _revision: Any, *, remote: targets.Remote, **_kw: Any) -> Any:
         seen.append(remote)
         raise CommandError(("git", "x"), 1, "", "stop here", None)
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from reviewer import proc
-from reviewer.run.sandbox import MEMORY_LIMIT, PROCESS_LIMIT, SANDBOX_ID, Plan, Sandbox, read_untrusted
+from reviewer.run.sandbox import MEMORY_LIMIT, PROCESS_LIMIT, SANDBOX_ID, MountPlan, Sandbox, read_untrusted
 from reviewer.selftests.choose import SELFTESTS, TestRef
 from reviewer.selftests.run import run_observed
 from tests.conftest import git
@@ -143,7 +143,7 @@ def test_a_reachable_path_is_bound_and_an_unreachable_parent_hidden(tmp_path: Pa
     closed = tmp_path / "closed"
     (closed / "tree").mkdir(parents=True)
     closed.chmod(0o700)
-    plan = Plan(SANDBOX_ID)  # no throw-away file system yet: the host's directories as they are
+    plan = MountPlan(SANDBOX_ID)  # no throw-away file system yet: the host's directories as they are
     plan.bind(closed / "tree", writable=True)
     hidden = next(p for p in [*reversed(closed.parents), closed] if not (os.stat(p).st_mode & 0o001))  # the first others may not pass
     at = plan.args.index("--tmpfs")
