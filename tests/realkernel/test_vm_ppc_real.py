@@ -70,7 +70,7 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     # powerpc's kernels. The review's worktrees did not check out arch/powerpc/ (the series does not touch it):
     # the tests' `make ARCH=powerpc headers` needs it, and gets it. The series is the x86_64 benchmark's (a spin in
     # every call, on the base with bench-single's trials 250 times fewer): the test passes on both kernels, and
-    # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour ten
+    # bench-single, two runs per side in each side's ppc64le guest, plain and timens, shows the vdso flavour several
     # times slower in its figures, and no verdict: two runs a side are not enough for one, however far apart (the
     # verdict itself, with five runs a side in TCG guests, is test_vm_real.py's; five here would add six ppc64le
     # boots, ~150 s, to CI). The default threshold under TCG, 1.5x: the libc and syscall flavours do the same work on
@@ -96,8 +96,10 @@ def test_arch_tests_a_generic_change_and_its_benchmark_in_the_kernels_of_another
     for env in ("plain", "timens"):
         vdso = marks[("vdso", env)]
         assert vdso["runs"] == 2 and vdso["where"].startswith("booted ppc64le tcg: base "), bench_text(doc)
-        assert min(vdso["patched_runs"]) > 5 * max(vdso["base_runs"]), bench_text(doc)  # the spin, in powerpc's vDSO
-        assert all(0.67 < marks[(m, env)]["ratio"] < 1.5 for m in ("libc", "syscall")), bench_text(doc)
+        # The spin, in powerpc's vDSO: its slowest base run against its fastest patched run, and its ratio against the
+        # flavours the spin does not touch (CI once saw those two runs a side 0.65x to 1.3x apart, and vdso 5.8x).
+        assert min(vdso["patched_runs"]) > 3 * max(vdso["base_runs"]), bench_text(doc)
+        assert vdso["ratio"] > 3 * max(marks[(m, env)]["ratio"] for m in ("libc", "syscall")), bench_text(doc)
     assert {b["verdict"] for b in marks.values()} == {"not-enough-runs"}, bench_text(doc)
     assert all("not enough runs for a verdict (2 runs per side" in b["verdict_text"] for b in marks.values()), bench_text(doc)
     assert not any(f["rule"] == "benchmarks" for f in doc["findings"]), doc["findings"]  # figures, never a finding
