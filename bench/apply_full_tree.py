@@ -13,6 +13,8 @@ from pathlib import Path
 
 from _common import BIN, RUNS, env, kernel, median, real_series, scratch, sh, table
 
+from bench._cli import usage
+
 
 def main() -> None:
     runs = min(RUNS, 3)  # a full checkout of the tree takes ~15 s
@@ -51,4 +53,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

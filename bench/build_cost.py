@@ -33,6 +33,7 @@ from typing import Any
 
 from _common import AUTHOR, BIN, env, kernel, scratch, sh, table
 
+from bench._cli import usage
 from bench._kernel import commit, format_patch, git, show
 
 FILES = ("lib/sort.c", "lib/cmdline.c", "kernel/panic.c", "kernel/notifier.c")
@@ -205,4 +206,5 @@ def _step(i: int) -> str:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

@@ -21,7 +21,6 @@ import json
 import mailbox
 import os
 import shutil
-import subprocess
 import threading
 import time
 import urllib.error
@@ -32,7 +31,8 @@ from pathlib import Path
 
 from _common import BIN, RUNS, env, kernel, median, real_series, scratch, sh, table
 
-from tests.fetch.conftest import ADDRESS, Inbox, _make_inbox, start_httpd
+from bench._cli import usage
+from bench._lore import Inbox, make_inbox, start_httpd
 
 PATCHES = tuple(int(n) for n in os.environ.get("PATCHES", "10,20").split(","))
 RTT = float(os.environ.get("LORE_RTT", "0.1"))
@@ -44,8 +44,7 @@ def deliver(inbox: Inbox, mbox: Path) -> str:
     ids = []
     for msg in mailbox.mbox(str(mbox)):
         ids.append(str(msg["Message-ID"]).strip().strip("<>"))
-        subprocess.run(["public-inbox-mda", "--no-precheck"], input=msg.as_bytes(unixfrom=False),
-                       env={**inbox.env, "ORIGINAL_RECIPIENT": ADDRESS}, check=True, capture_output=True, timeout=60)
+        inbox.deliver(msg.as_bytes(unixfrom=False))
     return ids[0]
 
 
@@ -58,7 +57,7 @@ def main() -> None:
     with scratch("cache") as tmp:
         work = Path(tmp)
         environ = env(work / "home")
-        inbox = _make_inbox(work / "pi")
+        inbox = make_inbox(work / "pi")
         msgids = {n: deliver(inbox, real_series(linux, n, work / f"series-{n}.mbox", *NETDEV)[1]) for n in PATCHES}
         httpd = start_httpd(inbox, work / "httpd.log")
         try:
@@ -134,5 +133,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     print(f"RUNS={RUNS}")
     main()

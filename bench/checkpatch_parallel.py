@@ -8,6 +8,7 @@ from pathlib import Path
 
 from _common import kernel, median, real_series, scratch, table
 
+from bench._cli import usage
 from reviewer.kernelscripts import Options, review
 from reviewer.series import fetch
 from reviewer.store.results import OFF  # the scripts themselves, every time: not the results cache
@@ -30,4 +31,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._cli import usage
 from reviewer.series.patchparse import parse_diff
 
 RUNS = 5
@@ -41,4 +42,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

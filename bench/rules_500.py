@@ -13,6 +13,7 @@ import re
 
 from _common import RUNS, median  # also puts the project on sys.path
 
+from bench._cli import usage
 from reviewer.checks import run_checks
 from reviewer.model import Patch, Person, Series, Trailer
 from reviewer.rules import RULES_DIR, evaluate, load_rules
@@ -81,4 +82,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

@@ -20,6 +20,7 @@ import re
 from _common import median, table
 from rules_500 import patch_diff, series
 
+from bench._cli import usage
 from reviewer.checks import run_checks
 from reviewer.model import Series
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
@@ -51,4 +52,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

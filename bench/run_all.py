@@ -23,6 +23,8 @@ import interrupt  # noqa: E402
 import rules_scaling  # noqa: E402
 import static_vs_b4  # noqa: E402
 
+from bench._cli import usage  # noqa: E402
+
 BENCHES = (static_vs_b4, apply_full_tree, rules_scaling, cache_second_review, checkpatch_parallel, interrupt, build_cost)
 
 
@@ -36,4 +38,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from _common import BIN, ROOT, env, kernel, median, real_series, scratch, sh, table
 
+from bench._cli import usage
+
 
 def main() -> None:
     with scratch("static") as tmp:
@@ -26,4 +28,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

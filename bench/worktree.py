@@ -16,6 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench._cli import usage
 from bench._kernel import ensure_repo  # noqa: E402
 from reviewer.apply import worktree
 
@@ -65,4 +66,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    usage(__doc__)
     main()

@@ -153,40 +153,10 @@ def _rebasing(root: Path) -> bool:
     return False
 
 
-def registrations_of(repo: Path, pid: int) -> list[str]:
-    """Administrative directories in REPO named after process PID (leftovers.py's marker)."""
-    admin = Path(git(repo, "rev-parse", "--path-format=absolute", "--git-common-dir").strip()) / "worktrees"
-    return sorted(p.name for p in admin.glob(f"reviewer-wt-{pid}-*")) if admin.is_dir() else []
-
-
-def processes_in(root: Path) -> list[int]:
-    """Processes whose working directory is below ROOT."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if os.readlink(proc / "cwd").startswith(str(root)):
-                    found.append(int(proc.name))
-            except OSError:
-                continue
-    return found
-
-
 def started(tmp: Path) -> bool:
     """STUBBORN has started in a worktree below TMP."""
     # os.walk skips what vanishes as it goes: the run makes and removes directories meanwhile.
     return any("started" in files and top.endswith(VDSO) for top, _, files in os.walk(tmp))
-
-
-def making(tmp: Path) -> bool:
-    """A `make` runs in a worktree below TMP."""
-    for pid in processes_in(tmp):
-        try:
-            if Path(f"/proc/{pid}/comm").read_text().strip() == "make":
-                return True
-        except OSError:
-            continue
-    return False
 
 
 def gone(pids: Callable[[], list[int]], timeout: float = 30) -> list[int]:

@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from bench._procs import processes_in
 from reviewer.errors import ExitStatus
-from tests.cli.interrupting import processes_in, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.cli.interrupting import reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.helpers import review
 from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import commit, format_patch, show

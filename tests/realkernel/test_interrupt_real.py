@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from bench._procs import making, processes_in, registrations_of
 from reviewer.errors import ExitStatus
-from tests.cli.interrupting import making, our_worktrees, processes_in, reaper, registrations_of, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.cli.interrupting import our_worktrees, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 TEST = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
