@@ -33,10 +33,12 @@ def _git(cwd: Path, *args: str, check: bool = True) -> str:
 
 
 def toplevel(cwd: Path) -> Path:
-    top = _git(cwd, "rev-parse", "--show-toplevel", check=False)
-    if not top:
+    from reviewer.tree.repo import top_of  # GitPython: only the pre-push hook asks
+
+    top = top_of(cwd)
+    if top is None:
         raise ConfigError(f"{cwd} is not a git work tree", "the pre-push hook runs inside the repository being pushed")
-    return Path(top)
+    return top
 
 
 def hook_path(cwd: Path) -> Path:

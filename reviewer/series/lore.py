@@ -246,9 +246,11 @@ def b4_setting(cwd: Path, key: str) -> str | None:
     (where b4 takes a project's `*mask` keys from); None when neither sets it."""
     value = tree_git.config_value(cwd, f"b4.{key}")
     if not value:
-        top = tree_git.read(cwd, "rev-parse", "--show-toplevel", timeout=30)
-        if top and (Path(top) / ".b4-config").is_file():
-            value = tree_git.read(cwd, "config", "-f", str(Path(top) / ".b4-config"), "--get", f"b4.{key}", timeout=10)
+        from reviewer.tree.repo import top_of  # GitPython: only a Message-ID's review asks
+
+        top = top_of(cwd)
+        if top and (top / ".b4-config").is_file():
+            value = tree_git.read(cwd, "config", "-f", str(top / ".b4-config"), "--get", f"b4.{key}", timeout=10)
     return value or None
 
 

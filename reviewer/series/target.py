@@ -65,8 +65,10 @@ def range_tree(text: str | None, cwd: Path) -> Path | None:
             return None
     except InputError:
         return None
-    top = tree_git.read(cwd, "rev-parse", "--show-toplevel", timeout=30)
-    return Path(top) if top and kerneltop.is_kernel_tree(Path(top)) else None
+    from reviewer.tree.repo import top_of  # GitPython, which reads the range next
+
+    top = top_of(cwd)
+    return top if top and kerneltop.is_kernel_tree(top) else None
 
 
 def _on_disk(path: Path, text: str) -> TargetSpec | None:

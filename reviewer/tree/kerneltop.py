@@ -38,9 +38,11 @@ def check(tree: Path, option: str = "--tree") -> None:
     lacks = missing(tree)
     if not lacks:
         return
-    top = tree_git.read(tree, "rev-parse", "--show-toplevel", timeout=30)
+    from reviewer.tree.repo import top_of  # GitPython: only on the way to this error
+
+    top = top_of(tree)
     hint = "point --tree at the top of a Linux kernel git checkout (it has Makefile, MAINTAINERS and arch/)"
-    if top and Path(top) != tree.resolve() and is_kernel_tree(Path(top)):
+    if top and top != tree.resolve() and is_kernel_tree(top):
         hint = f"that is a directory inside a kernel tree: give its top, {option} {top}"
     raise ConfigError(f"{option} {tree}: not a kernel tree: no {_names(lacks)} at its top", hint)
 

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from bench._procs import processes_in, registrations_of
 from reviewer.run import ending
 from tests.cli.interrupting import (  # noqa: F401 (reaper: an autouse fixture)
     SIGNALS,
     applying,
     gone,
     our_worktrees,
-    processes_in,
     reaper,
-    registrations_of,
     start,
     started,
     wait_until,
