@@ -3,7 +3,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import selectors
+import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -106,8 +109,6 @@ def run_group(
     group is killed, DRAIN seconds more at most (a process outside the group, e.g. after setsid(),
     may hold the pipe; the sandbox's PID namespace is what kills those). OWNER: the uid the pipe is
     given to (a program run as another user opens it again as /dev/stdout, as kselftest's runner.sh does)."""
-    import signal
-    import time
 
     start = time.monotonic()
     argv = [str(a) for a in args]
@@ -146,8 +147,6 @@ def run_group(
 
 def _pump(readers: Mapping[int, Callable[[bytes], None]], deadline: float) -> bool:
     """Read READERS until each is at its end (True) or DEADLINE passes (False)."""
-    import selectors
-    import time
 
     with selectors.DefaultSelector() as sel:
         for fd in readers:
@@ -166,7 +165,6 @@ def _pump(readers: Mapping[int, Callable[[bytes], None]], deadline: float) -> bo
 
 def _reap(proc: subprocess.Popen[bytes]) -> None:
     """The pipe is closed: the program is ending. One that lingers without it is killed."""
-    import signal
 
     try:
         proc.wait(DRAIN)
@@ -213,9 +211,6 @@ def watch(
 ) -> Watched:
     """Run ARGS in its own process group, reading its output line by line (copied to LOG as it comes);
     kill the whole group as soon as STOP(line) is true, at TIMEOUT, or on Ctrl-C. For a VM's console."""
-    import selectors
-    import signal
-    import time
 
     start = time.monotonic()
     argv = tuple(str(a) for a in args)

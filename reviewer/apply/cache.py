@@ -35,6 +35,7 @@ from reviewer.series import mbox
 from reviewer.store import dirs
 from reviewer.store import results as resultcache
 from reviewer.tree import git as tree_git
+from reviewer.tree.testnames import test_stem
 
 KIND = "apply"
 # What `git am -3` reads from git config (not extensions.*, branch.*, remote.*: those change as
@@ -123,7 +124,6 @@ def view(tree: Path, commit: str, touched: list[str]) -> Iterator[Path]:
     beside them (in their directory and its tests/) the Makefiles and the C files that share a
     touched file's name (boot.intests.kunit_beside()); not whole directories (860 files, 0.6 s, for
     20 patches on the 6.12 tree)."""
-    from reviewer.tree.testnames import test_stem
 
     scratch = Path(tempfile.mkdtemp(prefix="reviewer-view-"))
     try:

@@ -27,6 +27,7 @@ from reviewer.model import Patch, PatchApply, Series
 from reviewer.run import ending, leftovers
 from reviewer.series import mbox
 from reviewer.tree.git import call, common_dir, git
+from reviewer.tree.testnames import test_stem
 
 _SHADOWS: dict[tuple[Path, str], Path] = {}  # (the user's common git dir, the run's temporary directory) -> its shadow
 
@@ -104,7 +105,6 @@ def sparse_patterns(paths: list[str], *, build: bool = True) -> list[str]:
 def kunit_beside(path: str) -> list[str]:
     """Patterns for where boot.intests.kunit_beside() looks for PATH's KUnit suite: C files named
     after it in its directory and in tests/ below it, and the Makefiles that build them."""
-    from reviewer.tree.testnames import test_stem
 
     parent = path.rpartition("/")[0]
     stem = _literal(test_stem(path))

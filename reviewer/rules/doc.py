@@ -5,6 +5,7 @@ import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
+from reviewer import config
 from reviewer.checks import CHECKS, Check
 from reviewer.errors import ConfigError
 from reviewer.rules import RULES_DIR, Rule, load_rules
@@ -13,7 +14,6 @@ from reviewer.rules.schema import Example, check_examples
 
 def list_rules(rule_dirs: Iterable[Path] = ()) -> str:
     """Every declarative rule (shipped, then RULE_DIRS) and every Python check: id, level, summary, why, examples."""
-    from reviewer import config
 
     for d in rule_dirs:
         config.directory(Path(d), "--rules")

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from reviewer.errors import ConfigError, InputError
 from reviewer.model import Change, Level
+from reviewer.series.patchparse import parse_diff
 
 SCHEMA = 1
 # `{arch}` in a requirement: a capture from the trigger. Only identifiers, so `{2,3}` stays a quantifier.
@@ -365,7 +366,6 @@ def _patches(table: _Table) -> tuple[str, ...]:
 
 def check_examples(rule: Rule) -> None:
     """Parse every example's diffs; a damaged one is a ConfigError naming the file, the example and the patch."""
-    from reviewer.series.patchparse import parse_diff  # the one diff parser
 
     for n, example in enumerate(rule.examples, 1):
         for m, diff in enumerate(example.patches, 1):

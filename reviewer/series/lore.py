@@ -25,6 +25,8 @@ import time
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from email.parser import BytesHeaderParser
+from email.policy import default
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
@@ -426,8 +428,6 @@ def _is_series_head(subject: str) -> bool:
 
 
 def _headers(raw: bytes) -> dict[str, str]:
-    from email.parser import BytesHeaderParser
-    from email.policy import default
 
     msg = BytesHeaderParser(policy=default).parsebytes(raw)
     refs = f"{msg.get('In-Reply-To', '')} {msg.get('References', '')}"

@@ -4,7 +4,8 @@ from __future__ import annotations
 import io
 import logging
 import stat
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -193,7 +194,6 @@ def _offline(ref: msgid.MsgRef) -> bytes:
 
 def _read(target: TargetSpec) -> list[fetch.Message]:
     if target.kind is Kind.STDIN:
-        import sys
 
         return read_stdin(sys.stdin.buffer.read())
     assert target.path is not None
@@ -236,7 +236,6 @@ def _read_file(path: Path) -> list[fetch.Message]:
 
 
 def _with_base(series: Series, base: str) -> Series:
-    from dataclasses import replace
 
     return replace(series, base_commit=base)
 

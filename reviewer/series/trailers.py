@@ -15,6 +15,7 @@ the trailer's comment, as b4 keeps them.
 """
 from __future__ import annotations
 
+import email.utils
 import re
 from dataclasses import dataclass
 
@@ -67,7 +68,6 @@ def in_body_headers(body: str) -> InBody:
 def _person(value: str | None) -> Person | None:
     if not value:
         return None
-    import email.utils
 
     name, addr = email.utils.parseaddr(value)
     if "@" not in addr:
