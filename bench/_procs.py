@@ -37,3 +37,27 @@ def making(tmp: Path) -> bool:
         except OSError:
             continue
     return False
+
+
+def our_worktrees(repo: Path, tmp: Path) -> list[str]:
+    """The review's worktrees below TMP, and any registered in REPO (there should be none: the
+    worktrees belong to the review's shadow repository, see reviewer/apply/worktree.py)."""
+    listing = git(repo, "worktree", "list", "--porcelain")
+    registered = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
+    made = [str(p) for p in named_below(tmp, "reviewer-wt-") if (p / ".git").is_file()]
+    return sorted({*made, *(p for p in registered if p.startswith(str(tmp)))})
+
+
+def named_below(root: Path, prefix: str) -> list[Path]:
+    """The directories below ROOT whose name starts with PREFIX, not looking inside them or inside
+    what a run is deleting in the background (reviewer-trash-*: its files vanish as we walk)."""
+    found = []
+    for top, dirs, _ in os.walk(root, onerror=lambda _: None):
+        keep = []
+        for d in dirs:
+            if d.startswith(prefix):
+                found.append(Path(top) / d)
+            elif not d.startswith("reviewer-trash-"):
+                keep.append(d)
+        dirs[:] = keep
+    return found

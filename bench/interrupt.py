@@ -18,7 +18,7 @@ from pathlib import Path
 from _common import BIN, RUNS, commit, env, format_patch, git, kernel, scratch, show, table
 
 from bench._cli import usage
-from bench._procs import making, processes_in, registrations_of
+from bench._procs import making, our_worktrees, processes_in
 from reviewer.apply import worktree
 
 TEST = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
@@ -91,8 +91,8 @@ def main() -> None:
         mbox = _series(clone, work / "series.mbox")
         tmp = work / "tmp"
 
-        def checking_out(pid: int) -> bool:
-            return bool(registrations_of(clone, pid)) and any(
+        def checking_out(_: int) -> bool:
+            return bool(our_worktrees(clone, tmp)) and any(
                 Path(f"/proc/{p}/comm").read_text().strip() == "git" for p in processes_in(tmp) if os.path.exists(f"/proc/{p}"))
 
         build = [interrupted(clone, mbox, tmp, environ, lambda _: making(tmp)) for _ in range(runs)]

@@ -16,8 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import git
-
 VDSO = "tools/testing/selftests/vDSO"
 # A selftest that says it runs (a file beside it) and then outlives any SIGTERM: the clean-up must SIGKILL it.
 STUBBORN = """// SPDX-License-Identifier: GPL-2.0
@@ -110,30 +108,6 @@ def wait_until(run: Running, ready: Callable[[], bool], timeout: float = 120, wh
         assert run.proc.poll() is None, f"review ended (exit {run.proc.returncode}) before {what}: {run.stderr}"
         assert time.monotonic() < until, f"{what} did not come in {timeout}s: {run.stderr}"
         time.sleep(0.02)
-
-
-def our_worktrees(repo: Path, tmp: Path) -> list[str]:
-    """The review's worktrees below TMP, and any registered in REPO (there should be none: the
-    worktrees belong to the review's shadow repository, see reviewer/apply/worktree.py)."""
-    listing = git(repo, "worktree", "list", "--porcelain")
-    registered = [ln.removeprefix("worktree ") for ln in listing.splitlines() if ln.startswith("worktree ")]
-    made = [str(p) for p in _named(tmp, "reviewer-wt-") if (p / ".git").is_file()]
-    return sorted({*made, *(p for p in registered if p.startswith(str(tmp)))})
-
-
-def _named(root: Path, prefix: str) -> list[Path]:
-    """The directories below ROOT whose name starts with PREFIX, not looking inside them or inside
-    what a run is deleting in the background (reviewer-trash-*: its files vanish as we walk)."""
-    found = []
-    for top, dirs, _ in os.walk(root, onerror=lambda _: None):
-        keep = []
-        for d in dirs:
-            if d.startswith(prefix):
-                found.append(Path(top) / d)
-            elif not d.startswith("reviewer-trash-"):
-                keep.append(d)
-        dirs[:] = keep
-    return found
 
 
 def applying(*roots: Path) -> bool:

@@ -6,10 +6,10 @@ import signal
 import time
 from pathlib import Path
 
-from bench._procs import processes_in
+from bench._procs import our_worktrees, processes_in
 from reviewer.errors import ExitStatus
 from reviewer.run import ending
-from tests.cli.interrupting import STUBBORN, VDSO, applying, our_worktrees, reaper, start, started, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.cli.interrupting import STUBBORN, VDSO, applying, reaper, start, started, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.conftest import SERIES, git
 
 PATCHES = 120

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from bench._procs import processes_in, registrations_of
+from bench._procs import our_worktrees, processes_in, registrations_of
 from reviewer.run import ending
 from tests.cli.interrupting import (  # noqa: F401 (reaper: an autouse fixture)
     SIGNALS,
     applying,
     gone,
-    our_worktrees,
     reaper,
     start,
     started,

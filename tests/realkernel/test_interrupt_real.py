@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench._procs import making, processes_in, registrations_of
+from bench._procs import making, our_worktrees, processes_in, registrations_of
 from reviewer.errors import ExitStatus
-from tests.cli.interrupting import our_worktrees, reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
+from tests.cli.interrupting import reaper, start, wait_until  # noqa: F401 (reaper: an autouse fixture)
 from tests.realkernel.kernel import commit, format_patch, git, show
 
 TEST = "tools/testing/selftests/vDSO/vdso_test_getrandom.c"
