@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import vm
+from reviewer.kernel import guest
+from reviewer.kernel import guestkernel as kernel
 from reviewer.run.sandbox import Sandbox
-from reviewer.vm import guest, kernel
+from reviewer.selftests import where as vm
 from tests.helpers import review
 from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import edit_series, git

@@ -9,15 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from reviewer.kernel import guest
+from reviewer.kernel import guestroot as root
+from reviewer.kernel.arches import GUESTS
 from reviewer.ktap import Result
 from reviewer.model import Level
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests import inguest
 from reviewer.selftests.choose import SELFTESTS, TestRef
 from reviewer.selftests.run import Start, prepare
-from reviewer.vm import guest, root
-from reviewer.vm.arches import GUESTS
-from tests.unit.vm.conftest import alive, pid_of
+from tests.unit.kernel.conftest import alive, pid_of
 
 
 def _run(tmp_path: Path, jobs: list[guest.Job]) -> list[guest.Ran | None]:

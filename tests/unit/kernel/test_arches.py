@@ -1,4 +1,4 @@
-"""Which architectures a series is built for, and with which toolchain (reviewer/kernel/targets.py)."""
+"""THE architecture registry (reviewer/kernel/arches.py): which architectures a series is built for, with which toolchain."""
 from __future__ import annotations
 
 import shutil
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from reviewer.errors import UsageError
-from reviewer.kernel import targets
-from reviewer.kernel.targets import TARGETS, belongs, for_series, host
+from reviewer.kernel import arches
+from reviewer.kernel.arches import BY_NAME, belongs, for_series, host
 
 
 def _names(touched: list[str], only: tuple[str, ...] = ()) -> tuple[list[str], list[str]]:
@@ -28,8 +28,8 @@ def test_powerpc_is_ppc64le_and_ppc32_only_for_the_vdso() -> None:
     assert _names(["arch/powerpc/include/asm/vdso/getrandom.h", "arch/powerpc/kernel/vdso/vdso32.lds.S"]) == (["ppc64le", "ppc32"], [])
     ppc64, ppc32 = for_series(["arch/powerpc/kernel/vdso/Makefile"])[0]
     assert (ppc64.arch, ppc64.cross, ppc64.clang) == ("powerpc", "powerpc64le-linux-gnu-", False)
-    assert {"PPC64", "CPU_LITTLE_ENDIAN"} <= set(ppc64.symbols)
-    assert (ppc32.arch, ppc32.cross, ppc32.symbols) == ("powerpc", "powerpc-linux-gnu-", ())
+    assert {"PPC64", "CPU_LITTLE_ENDIAN"} <= set(ppc64.build_symbols)
+    assert (ppc32.arch, ppc32.cross, ppc32.build_symbols) == ("powerpc", "powerpc-linux-gnu-", ())
 
 
 def test_loongarch_is_built_with_clang() -> None:
@@ -66,10 +66,10 @@ def test_arch_option() -> None:
 
 
 def test_belongs() -> None:
-    x86, ppc64, ppc32 = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["ppc32"]
+    x86, ppc64, ppc32 = BY_NAME["x86_64"], BY_NAME["ppc64le"], BY_NAME["ppc32"]
     assert belongs("arch/x86/kernel/x.c", x86) and not belongs("arch/x86/kernel/x.c", ppc64)
     assert belongs("arch/powerpc/kernel/vdso/x.c", ppc32) and belongs("arch/powerpc/kernel/vdso/x.c", ppc64)
-    assert belongs("mm/x.c", ppc64) and belongs("include/vdso/x.h", TARGETS["loongarch"])
+    assert belongs("mm/x.c", ppc64) and belongs("include/vdso/x.h", BY_NAME["loongarch"])
     assert not belongs("arch/x86_64/x.c", x86)  # the directory is x86, not the ARCH= value
 
 
@@ -95,15 +95,15 @@ def test_variables_gcc() -> None:
     me = host()
     assert me.variables(ccache=False) == (f"ARCH={me.arch}",)
     assert me.variables(ccache=True) == (f"ARCH={me.arch}", "CC=ccache gcc")  # the host's own gcc, no CROSS_COMPILE
-    ppc = TARGETS["ppc64le"]
+    ppc = BY_NAME["ppc64le"]
     assert ppc.variables(ccache=False) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-")
     assert ppc.variables(ccache=True) == ("ARCH=powerpc", "CROSS_COMPILE=powerpc64le-linux-gnu-", "CC=ccache powerpc64le-linux-gnu-gcc")
-    assert TARGETS["ppc32"].variables(ccache=True)[-1] == "CC=ccache powerpc-linux-gnu-gcc"
+    assert BY_NAME["ppc32"].variables(ccache=True)[-1] == "CC=ccache powerpc-linux-gnu-gcc"
 
 
 def test_variables_clang_versioned(path_of: PathOf) -> None:
     path_of({"clang-19": "clang-19"})  # Debian's clang-19 without the unversioned `clang`
-    la = TARGETS["loongarch"]
+    la = BY_NAME["loongarch"]
     assert la.variables(ccache=False) == ("ARCH=loongarch", "LLVM=-19")
     assert la.variables(ccache=True) == ("ARCH=loongarch", "LLVM=-19", "CC=ccache clang-19")
     assert not any(v.startswith("CROSS_COMPILE=") for v in la.variables(ccache=True))
@@ -111,28 +111,28 @@ def test_variables_clang_versioned(path_of: PathOf) -> None:
 
 def test_variables_clang_unversioned(path_of: PathOf) -> None:
     path_of({"clang": "clang-19"})
-    assert TARGETS["loongarch"].variables(ccache=True) == ("ARCH=loongarch", "LLVM=1", "CC=ccache clang")
+    assert BY_NAME["loongarch"].variables(ccache=True) == ("ARCH=loongarch", "LLVM=1", "CC=ccache clang")
 
 
 def test_missing_tools_when_nothing_is_on_path(path_of: PathOf) -> None:
     path_of({})
-    assert TARGETS["ppc64le"].missing() == ("powerpc64le-linux-gnu-gcc", "powerpc64le-linux-gnu-ld", "powerpc64le-linux-gnu-objcopy")
-    assert TARGETS["loongarch"].missing() == ("clang-19", "ld.lld-19", "llvm-objcopy-19", "llvm-readelf-19")
+    assert BY_NAME["ppc64le"].missing() == ("powerpc64le-linux-gnu-gcc", "powerpc64le-linux-gnu-ld", "powerpc64le-linux-gnu-objcopy")
+    assert BY_NAME["loongarch"].missing() == ("clang-19", "ld.lld-19", "llvm-objcopy-19", "llvm-readelf-19")
     assert host().missing() == ("gcc", "ld", "objcopy")
 
 
 def test_partly_missing(path_of: PathOf) -> None:
     path_of({"clang-19": "clang-19", "ld.lld-19": "ld.lld-19"})
-    assert TARGETS["loongarch"].missing() == ("llvm-objcopy-19", "llvm-readelf-19")
+    assert BY_NAME["loongarch"].missing() == ("llvm-objcopy-19", "llvm-readelf-19")
 
 
 def test_the_toolchains_the_tests_use_are_installed() -> None:
     # What `./dev deps` installs: on this machine's PATH nothing is missing for these targets.
     for name in ("ppc64le", "ppc32", "loongarch"):
-        assert TARGETS[name].missing() == (), name
+        assert BY_NAME[name].missing() == (), name
     assert host().missing() == ()
 
 
 def test_readelf() -> None:
-    assert Path(TARGETS["loongarch"].readelf()).name == f"llvm-readelf-{targets.CLANG_VERSION}"
-    assert Path(TARGETS["ppc64le"].readelf()).name == "readelf"  # GNU readelf reads every ELF machine
+    assert Path(BY_NAME["loongarch"].readelf()).name == f"llvm-readelf-{arches.CLANG_VERSION}"
+    assert Path(BY_NAME["ppc64le"].readelf()).name == "readelf"  # GNU readelf reads every ELF machine

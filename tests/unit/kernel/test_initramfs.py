@@ -12,17 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.kernel.targets import TARGETS
+from reviewer.kernel import guest, initramfs
+from reviewer.kernel.arches import BY_NAME, GUESTS
 from reviewer.run.sandbox import YEAR
-from reviewer.vm import guest, initramfs
-from reviewer.vm.arches import GUESTS
-from tests.unit.vm.conftest import alive, pid_of
+from tests.unit.kernel.conftest import alive, pid_of
 
 
 def _init(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The init compiled for the host, reading TMP/jobs and writing TMP/port."""
     jobs, port, exe = tmp_path / "jobs", tmp_path / "port", tmp_path / "init"
-    source = resources.files("reviewer.vm").joinpath(initramfs.INIT_SOURCE).read_text()
+    source = resources.files("reviewer.kernel").joinpath(initramfs.INIT_SOURCE).read_text()
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", f'-DJOBS="{jobs}"', f'-DPORT="{port}"', "-o", str(exe), "-x", "c", "-"],
                    input=source, text=True, check=True, capture_output=True)
     return exe, jobs, port
@@ -171,7 +170,7 @@ def test_an_archive_past_its_limit_stops(tmp_path: Path, monkeypatch: pytest.Mon
                                            ("s390x", ("ELF64", "big endian", "S/390"))])
 def test_the_init_builds_static_for_each_initramfs_guest(name: str, elf: tuple[str, ...], tmp_path: Path) -> None:
     g = GUESTS[name]
-    assert g.initramfs and g.target is TARGETS[name]
+    assert g.initramfs and g.toolchain is BY_NAME[name]
     assert initramfs.compile_init(g, tmp_path / "init") == ""
     header = subprocess.run([shutil.which("readelf") or "readelf", "-h", "-d", str(tmp_path / "init")], capture_output=True,
                             text=True).stdout

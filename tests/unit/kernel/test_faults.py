@@ -3,9 +3,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reviewer.kernel import guest
 from reviewer.model import Level
 from reviewer.selftests import inguest
-from reviewer.vm import guest
 
 JOB = guest.Job(Path("/t"), ("./x",), "plain", 45)
 PANIC = """virtme-ng-init: starting script
