@@ -49,6 +49,7 @@ from reviewer.kernel import guest, initramfs
 from reviewer.kernel import guestkernel as guest_kernel
 from reviewer.kernel import guestroot as root
 from reviewer.kernel.arches import GUESTS, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests.where import kernels
 
@@ -107,7 +108,7 @@ def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch:
     return time.perf_counter() - start
 
 
-def vng(image: Path, command: str, shared: list[Path], arch: Arch, jobs: list[guest.Job]) -> float:
+def vng(image: Path, command: str, shared: list[Path], arch: Arch, jobs: list[Job]) -> float:
     """By hand: `vng --exec COMMAND`, SHARED read-write; another architecture boots a root made as a
     reviewer would (a copy of the guest root with the shared directories copied inside); an initramfs
     guest, which vng cannot boot, gets JOBS in a cpio made by hand (hand_initramfs)."""
@@ -131,7 +132,7 @@ def vng(image: Path, command: str, shared: list[Path], arch: Arch, jobs: list[gu
     # fallback (a root without udev has no /dev/virtio-ports) does not bring the command's status back
 
 
-def hand_initramfs(image: Path, shared: list[Path], arch: Arch, jobs: list[guest.Job]) -> float:
+def hand_initramfs(image: Path, shared: list[Path], arch: Arch, jobs: list[Job]) -> float:
     """By hand: a directory with a static init (the tool's, compiled by hand), its job list and copies of SHARED,
     `find . | cpio -o -H newc`, then QEMU with that initrd until the guest powers off."""
     start = time.perf_counter()
@@ -210,9 +211,9 @@ def one(arch: Arch, *, cold: bool) -> None:
     # Boot to the first test.
     share = WORK / "shared"
     share.mkdir(exist_ok=True)
-    by_hand = statistics.median(vng(image, "true", [share], arch, [guest.Job(share, ("true",), "plain", 30)]) for _ in range(RUNS))
+    by_hand = statistics.median(vng(image, "true", [share], arch, [Job(share, ("true",), "plain", 30)]) for _ in range(RUNS))
     sandbox = Sandbox(WORK / "scratch")
-    ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
+    ours_boot = statistics.median(guest.run(image, [Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
                                   for _ in range(RUNS))
     how = f"cpio + {arch.qemu}, by hand" if arch.initramfs else "vng --exec true, by hand"  # vng cannot boot an initramfs guest
     rows += [(f"boot to the first test: {how}", by_hand, None, f"anchor, median of {RUNS}"),
@@ -259,7 +260,7 @@ def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[
     for label, wt in trees.items():
         d = wt / "tools/testing/selftests/vDSO"
         vng(images[label], f"cd {d} && ./vdso_test_getrandom; unshare -r -T --boottime 31536000 --monotonic 31536000 ./vdso_test_getrandom",
-            [d], arch, [guest.Job(d, ("./vdso_test_getrandom",), env, 120) for env in ("plain", "timens")])
+            [d], arch, [Job(d, ("./vdso_test_getrandom",), env, 120) for env in ("plain", "timens")])
     return time.perf_counter() - start
 
 

@@ -21,8 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reviewer.kernel import guestroot, qemu
+from reviewer.kernel import guestroot, initramfs, qemu
 from reviewer.kernel.arches import X86_64, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run import private
 from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
 from reviewer.run.sandbox import Sandbox, read_untrusted
@@ -36,14 +37,6 @@ COPY_TIMEOUT = 120.0  # seconds to copy a test directory into another architectu
 _STATUS = re.compile(r"^(?P<rc>\d+) (?P<start>\d+) (?P<end>\d+)$")
 MARK = "REVIEWER_JOB"  # in the environment of every process a job starts: what tells its leftovers (script())
 SHOWN_LEFT = 8  # of the processes a job left, those named in the report
-
-
-@dataclass(frozen=True)
-class Job:
-    cwd: Path  # the test's directory (the same path in the guest: the tree is shared)
-    argv: tuple[str, ...]  # as kselftest's runner starts it, relative to CWD
-    env: str  # plain | timens (run/sandbox.ENVS: the same namespaces, made inside the guest)
-    timeout: float
 
 
 @dataclass(frozen=True)
@@ -144,8 +137,6 @@ def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbo
     accel = accel_for(image, arch)
     limit = (boot_timeout or BOOT_ALLOWANCE[accel]) + sum(j.timeout + KILL_AFTER + 1 for j in jobs)
     if arch.initramfs:
-        from reviewer.kernel import initramfs
-
         got, console, seconds, timed_out, rc = initramfs.run(image, jobs, sandbox, arch, limit, KILL_AFTER, log)
         ran = tuple(None if g is None else _ran(job, *g) for job, g in zip(jobs, got, strict=True))
         return GuestRun(ran, console, seconds, timed_out, accel, rc, runner=arch.qemu)

@@ -27,15 +27,12 @@ import time
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reviewer.kernel import qemu
 from reviewer.kernel.arches import Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run import private
 from reviewer.run.sandbox import YEAR, Sandbox, read_untrusted
-
-if TYPE_CHECKING:
-    from reviewer.kernel.guest import Job
 
 INIT_SOURCE = "guest_init.c"
 MEMORY_MB = 512
@@ -191,7 +188,7 @@ def console_of(text: str) -> str:
 
 def run(image: Path, jobs: Sequence[Job], sandbox: Sandbox, arch: Arch, limit: float, kill_after: int,
         log: Path | None = None) -> tuple[list[Result | None], str, float, bool, int | None]:
-    """Boot IMAGE once with an initramfs of JOBS (guest.Job); per job its Result or None, the console, the seconds,
+    """Boot IMAGE once with an initramfs of JOBS (jobs.Job); per job its Result or None, the console, the seconds,
     whether it was killed at LIMIT, and QEMU's exit status (None: never started)."""
     sandbox.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:

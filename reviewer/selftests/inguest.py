@@ -16,6 +16,7 @@ from pathlib import Path
 from reviewer import ktap
 from reviewer.kernel import console, guest
 from reviewer.kernel.arches import X86_64, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.model import Finding, Level, TestRun
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests.choose import SELFTESTS, TestRef
@@ -74,7 +75,7 @@ def boot(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox:
     ready = [s for s in starts if isinstance(s, Start)]
     if image is None or not ready:
         return Booted(label, starts, tuple(items), None, image is not None, tag)
-    jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
+    jobs = [Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
     log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
     booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch)
     return Booted(label, starts, tuple(items), booted, image=True, tag=tag)

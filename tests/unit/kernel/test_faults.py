@@ -4,10 +4,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from reviewer.kernel import guest
+from reviewer.kernel.jobs import Job
 from reviewer.model import Level
 from reviewer.selftests import inguest
 
-JOB = guest.Job(Path("/t"), ("./x",), "plain", 45)
+JOB = Job(Path("/t"), ("./x",), "plain", 45)
 PANIC = """virtme-ng-init: starting script
 reviewer-guest: start
 reviewer-guest: job 0
