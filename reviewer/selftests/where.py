@@ -14,9 +14,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.kernel import arches, guestkernel, guestroot, make
+from reviewer.kernel import arches, guestroot
 from reviewer.kernel.arches import X86_64, Arch, host
-from reviewer.kernel.guest import tool
 from reviewer.model import Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 
@@ -84,7 +83,7 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
     if not (tree / "arch" / g.srcarch / "Makefile").is_file():
         return Decision(vm=False, why=why, missing=f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
     tools = _tools(g)
-    if missing := [t for t in tools if tool(t) is None]:
+    if missing := [t for t in tools if _tool(t) is None]:
         return Decision(vm=False, why=why, missing=f"booting a {g.name} guest needs {', '.join(missing)}",
                         fix=install(tools[t] for t in missing))
     if firmware := [(f, pkg) for f, pkg in g.firmware if not Path(f).is_file()]:
@@ -126,6 +125,8 @@ def install(packages: Iterable[str]) -> str:
 
 def _tools(g: Arch) -> dict[str, str]:
     """Every command a G guest needs: vng (where it boots G) and QEMU first (what the message names first), then the rest."""
+    from reviewer.kernel import make
+
     build = make.TOOLS
     if g.initramfs:  # no vng: QEMU boots it with our init (kernel/initramfs.py)
         return {g.qemu: g.qemu_package, **build, **dict.fromkeys(g.toolchain.tools(), " ".join(g.toolchain.packages))}
@@ -133,6 +134,12 @@ def _tools(g: Arch) -> dict[str, str]:
         return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **GUEST_TOOLS, **build}
     cross = dict.fromkeys(g.toolchain.tools(), " ".join(g.toolchain.packages))
     return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **build, **cross}
+
+
+def _tool(name: str) -> str | None:
+    from reviewer.kernel import guest  # QEMU, the sandbox: loaded when a guest is asked for, not at start-up
+
+    return guest.tool(name)
 
 
 def cost(envs: Sequence[str], bench_runs: int, arch: Arch = X86_64) -> str:
@@ -163,7 +170,7 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
             progress: Progress = QUIET, arch: Arch = X86_64) -> Prepared:
     """The guest kernel of each tree's commit (checked out from the repository GIT), built in CACHE or
     found there; what a tree's build broke, and the fragment's symbols the configuration did not keep."""
-    from reviewer.kernel import kconfig, srctree
+    from reviewer.kernel import guestkernel, kconfig, srctree
 
     images: dict[str, Path | None] = {}
     runs: list[TestRun] = []

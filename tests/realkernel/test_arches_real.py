@@ -8,6 +8,8 @@ import pytest
 
 from reviewer.kernel import arches
 
+pytestmark = [pytest.mark.slow]  # the 6.12 repository: made once (about a minute), then cached
+
 
 @pytest.mark.parametrize("a", arches.ARCHES, ids=[a.name for a in arches.ARCHES])
 def test_the_registrys_paths_are_the_trees(linux: Path, a: arches.Arch) -> None:
