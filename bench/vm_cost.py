@@ -7,11 +7,11 @@ On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32,arm64,risc
   x86_64, arch/powerpc/kernel/vdso/vgetrandom.c for ppc64le and ppc32, arch/arm64/kernel/vdso/vgetrandom.c
   for arm64, arch/s390/kernel/vdso64/vgetrandom.c for s390x, and riscv64's vDSO clock_gettime(): 6.12's riscv
   has no vDSO getrandom()) on top of a built base.
-  Ours: reviewer.vm.kernels() for a new commit (the cache's build directory, the sandbox, ccache).
+  Ours: reviewer.selftests.where.kernels() for a new commit (the cache's build directory, the sandbox, ccache).
   By hand: the same change in a checkout, `make O=DIR -j2 bzImage` (ppc64le: ARCH=powerpc
   CROSS_COMPILE=powerpc64le-linux-gnu- vmlinux; ppc32: powerpc-linux-gnu-) in a build directory of the same
   configuration.
-- boot to the first test: ours, reviewer.vm.guest.run() of one job (`true`) in the sandbox; by hand,
+- boot to the first test: ours, reviewer.kernel.guest.run() of one job (`true`) in the sandbox; by hand,
   `vng --run IMAGE --disable-kvm --force-9p --exec true` (ppc64le: with `--arch ppc64el --root`, a
   copy of the guest root `review guest-root ppc64le` made; ppc32, which vng cannot boot: `find | cpio -o -H newc`
   of a directory holding the init and the tests, and `qemu-system-ppc -M mac99 -kernel -initrd`, as
@@ -45,10 +45,13 @@ from pathlib import Path
 from _common import AUTHOR, BIN, env, kernel, table
 
 from bench._kernel import BOOT_CACHE, GUEST_ROOTS, commit, format_patch, git, show
+from reviewer.kernel import guest, initramfs
+from reviewer.kernel import guestkernel as guest_kernel
+from reviewer.kernel import guestroot as root
+from reviewer.kernel.arches import GUESTS, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run.sandbox import Sandbox
-from reviewer.vm import guest, initramfs, kernels, root
-from reviewer.vm import kernel as guest_kernel
-from reviewer.vm.arches import GUESTS, GuestArch
+from reviewer.selftests.where import kernels
 
 WORK = Path(os.environ.get("REVIEWER_BENCH_VM", "/var/tmp/reviewer-bench-vm"))
 RUNS = int(os.environ.get("RUNS", "3"))
@@ -74,7 +77,7 @@ def timed(argv: list[str], cwd: Path | None = None, environ: dict[str, str] | No
     return time.perf_counter() - start
 
 
-def change(repo: Path, base: str, n: int, arch: GuestArch) -> str:
+def change(repo: Path, base: str, n: int, arch: Arch) -> str:
     """A new commit on BASE with one more line in ARCH's vDSO getrandom() (N makes each commit, and image, new)."""
     src, after = CHANGE[arch.name]
     text = show(repo, base, src)
@@ -90,7 +93,7 @@ def hand_tree(repo: Path, rev: str, where: Path) -> Path:
     return where
 
 
-def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch: GuestArch) -> float:
+def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch: Arch) -> float:
     """`make tinyconfig`, the fragment, olddefconfig (once per directory), then `make -j2 bzImage` (or the
     arch's target): seconds of the whole."""
     environ = {**os.environ, "CCACHE_DIR": str(ccache)}
@@ -105,7 +108,7 @@ def hand_build(src: Path, out: Path, lines: tuple[str, ...], ccache: Path, arch:
     return time.perf_counter() - start
 
 
-def vng(image: Path, command: str, shared: list[Path], arch: GuestArch, jobs: list[guest.Job]) -> float:
+def vng(image: Path, command: str, shared: list[Path], arch: Arch, jobs: list[Job]) -> float:
     """By hand: `vng --exec COMMAND`, SHARED read-write; another architecture boots a root made as a
     reviewer would (a copy of the guest root with the shared directories copied inside); an initramfs
     guest, which vng cannot boot, gets JOBS in a cpio made by hand (hand_initramfs)."""
@@ -129,7 +132,7 @@ def vng(image: Path, command: str, shared: list[Path], arch: GuestArch, jobs: li
     # fallback (a root without udev has no /dev/virtio-ports) does not bring the command's status back
 
 
-def hand_initramfs(image: Path, shared: list[Path], arch: GuestArch, jobs: list[guest.Job]) -> float:
+def hand_initramfs(image: Path, shared: list[Path], arch: Arch, jobs: list[Job]) -> float:
     """By hand: a directory with a static init (the tool's, compiled by hand), its job list and copies of SHARED,
     `find . | cpio -o -H newc`, then QEMU with that initrd until the guest powers off."""
     start = time.perf_counter()
@@ -165,11 +168,11 @@ def main() -> None:
     print(f"load average before: {os.getloadavg()}")
     for arch in arches:
         one(arch, cold=args.cold)
-    print(f"  loongarch: no guest is built for it (reviewer/vm boots {', '.join(GUESTS)}): nothing to time")
+    print(f"  loongarch: no guest is built for it (reviewer/kernel/arches.py boots {', '.join(GUESTS)}): nothing to time")
     print(f"load average after: {os.getloadavg()}")
 
 
-def one(arch: GuestArch, *, cold: bool) -> None:
+def one(arch: Arch, *, cold: bool) -> None:
     """The rows of one guest architecture."""
     repo = kernel()
     base = git(repo, "rev-parse", "HEAD").strip()
@@ -193,7 +196,7 @@ def one(arch: GuestArch, *, cold: bool) -> None:
     if cold:
         ours = first.runs[0].seconds
         rows += [("cold guest kernel: by hand (tinyconfig + fragment + make)", hand_first, None, "anchor"),
-                 ("cold guest kernel: reviewer.vm.kernels", ours, ours / hand_first, "")]
+                 ("cold guest kernel: reviewer.selftests.where.kernels", ours, ours / hand_first, "")]
     # Incremental: the one-line vDSO change on top of the base just built.
     patched = change(repo, base, stamp + 1, arch)
     inc = kernels(git_dir, {"patched": patched}, lines, cache, 7200, arch=arch)
@@ -202,19 +205,19 @@ def one(arch: GuestArch, *, cold: bool) -> None:
     hand_inc = hand_build(src, hand / "out", lines, hand_ccache, arch)
     ours_inc = inc.runs[0].seconds
     rows += [(f"incremental (vDSO change): by hand, make -j2 {arch.make_target}", hand_inc, None, "anchor"),
-             ("incremental: reviewer.vm.kernels (checkout + sandboxed make)", ours_inc, ours_inc / hand_inc, "")]
+             ("incremental: reviewer.selftests.where.kernels (checkout + sandboxed make)", ours_inc, ours_inc / hand_inc, "")]
     image = inc.images["patched"]
     assert image is not None, inc.findings
     # Boot to the first test.
     share = WORK / "shared"
     share.mkdir(exist_ok=True)
-    by_hand = statistics.median(vng(image, "true", [share], arch, [guest.Job(share, ("true",), "plain", 30)]) for _ in range(RUNS))
+    by_hand = statistics.median(vng(image, "true", [share], arch, [Job(share, ("true",), "plain", 30)]) for _ in range(RUNS))
     sandbox = Sandbox(WORK / "scratch")
-    ours_boot = statistics.median(guest.run(image, [guest.Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
+    ours_boot = statistics.median(guest.run(image, [Job(share, ("true",), "plain", 30)], [share], sandbox, arch=arch).seconds
                                   for _ in range(RUNS))
     how = f"cpio + {arch.qemu}, by hand" if arch.initramfs else "vng --exec true, by hand"  # vng cannot boot an initramfs guest
     rows += [(f"boot to the first test: {how}", by_hand, None, f"anchor, median of {RUNS}"),
-             ("boot to the first test: reviewer.vm.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
+             ("boot to the first test: reviewer.kernel.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
     # The whole review against the hand workflow.
     mbox = format_patch(repo, base, patched, WORK / "series.mbox")
     home = WORK / "home"
@@ -242,7 +245,7 @@ def one(arch: GuestArch, *, cold: bool) -> None:
 
 
 def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[str, ...], base_image: Path, ccache: Path,
-                  arch: GuestArch) -> float:
+                  arch: Arch) -> float:
     """What a reviewer types: the patched kernel's incremental make, the selftests in two trees (cross-built,
     after `make headers`, for another architecture), a vng run per kernel."""
     start = time.perf_counter()
@@ -257,7 +260,7 @@ def hand_workflow(repo: Path, base: str, patched: str, hand: Path, lines: tuple[
     for label, wt in trees.items():
         d = wt / "tools/testing/selftests/vDSO"
         vng(images[label], f"cd {d} && ./vdso_test_getrandom; unshare -r -T --boottime 31536000 --monotonic 31536000 ./vdso_test_getrandom",
-            [d], arch, [guest.Job(d, ("./vdso_test_getrandom",), env, 120) for env in ("plain", "timens")])
+            [d], arch, [Job(d, ("./vdso_test_getrandom",), env, 120) for env in ("plain", "timens")])
     return time.perf_counter() - start
 
 

@@ -53,11 +53,11 @@ from reviewer.verdict import BENCH_RUNS
 if TYPE_CHECKING:
     from reviewer import kernelscripts
     from reviewer.apply import cache as applycache
+    from reviewer.kernel.arches import Arch as GuestArch
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
-    from reviewer.vm.arches import GuestArch
 
 
 
@@ -405,8 +405,8 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     names = ", ".join(str(c.ref) for c in run.chosen)
     if not (request.run_tests or request.tests):
         return skipped(f"would run {names}; pass --run-tests to build and run code from the series")
-    from reviewer import vm
     from reviewer.selftests import stage as selftest_stage
+    from reviewer.selftests import where as vm
 
     assert request.tree is not None
     where = vm.decide(series.touched, request.run_on, request.tree, request.arches)
@@ -527,12 +527,12 @@ def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = No
 
 def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
-    from reviewer import vm
-    from reviewer.kernel import cache_for
+    from reviewer.kernel import cache_for, guest
+    from reviewer.kernel import guestkernel as kernel
     from reviewer.run import ending
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
-    from reviewer.vm import guest, kernel
+    from reviewer.selftests import where as vm
 
     run = applied.run
     assert request.tree is not None

@@ -1,15 +1,10 @@
 """Build and boot base and patched kernels for the in-kernel tests the series calls for; compare.
 
-The cache directory (one per kernel tree) holds the private source checkout, one build
-directory per environment (incremental across sides and runs), ccache's store, and the
-bzImages already built, keyed by the commit's tree (what the build reads: the checkout has no .git, so
-the kernel's version string names no commit) and the fragment: a base is built once, and a series
-reviewed again (git am makes new commits of the same trees) reuses its patched kernel.
+The kernels come from the tree's kernel cache (kernel/images.py), one build directory per environment:
+a base is built once, and a series reviewed again reuses its patched kernel.
 """
 from __future__ import annotations
 
-import hashlib
-import os
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -19,15 +14,14 @@ from reviewer import hostload, model
 from reviewer.boot import ab
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
-from reviewer.kernel import configured, kconfig, qemu, srctree
+from reviewer.kernel import images, kconfig, make, qemu, srctree
+from reviewer.kernel.arches import X86_64
 from reviewer.model import BenchResult, Finding, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import private
 from reviewer.tree.git import common_dir
-from reviewer.tree.git import git as git_run
 from reviewer.verdict import BENCH_RUNS
 
-KEEP_IMAGES = 24
 REPEAT_UNDER = 20.0  # seconds: boots longer than this run once
 
 
@@ -75,14 +69,14 @@ def run_intests(
             sides = _boot(sides, boots, timeout, logs, out.logs, progress)
             out = _merge(out, tests, sides, slower_than, hostload.since(before))
     # Each row says which kernel it ran on: the side's own commit, booted for x86_64 under kvm or tcg.
-    where = {tree: f"booted {c[:12]} x86_64 {out.accel or '-'}" for tree, c in trees.items()}
-    both = f"booted x86_64 {out.accel or '-'}: base {base[:12]}, patched {patched[:12]}"
+    where = {tree: f"booted {c[:12]} {X86_64.name} {out.accel or '-'}" for tree, c in trees.items()}
+    both = f"booted {X86_64.name} {out.accel or '-'}: base {base[:12]}, patched {patched[:12]}"
     return replace(out, runs=tuple(replace(r, where=where.get(r.tree, "")) for r in out.runs),
                    benchmarks=tuple(replace(b, where=both) for b in out.benchmarks))
 
 
 # The commands a boot needs, and the Debian packages that bring them.
-TOOLS = {"make": "make", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc", qemu.QEMU: "qemu-system-x86"}
+TOOLS = {**make.TOOLS, qemu.QEMU: X86_64.qemu_package}
 
 
 def preflight() -> None:
@@ -93,64 +87,9 @@ def preflight() -> None:
         raise SelftestError(f"booting in-kernel tests needs {', '.join(missing)}", f"install them: apt-get install {pkgs} libelf-dev")
 
 
-@dataclass(frozen=True)
-class How:
-    """How a kind of kernel is built: make's variables (None: the x86_64 host's gcc), its target, and the
-    image the target leaves in the build directory."""
-
-    variables: tuple[str, ...] | None = None
-    target: str = "bzImage"
-    image: str = "arch/x86/boot/bzImage"
-
-
-def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float,
-         how: How = How()) -> ab.BootedKernel:
-    """The kernel of COMMIT in ENV: the cached image of its tree, else a build in the env's build directory."""
-    image = image_path(git, commit, env, lines, cache, how)
-    if image.is_file():
-        os.utime(image)  # used now: the newest, never what the other side's build prunes before the boot (_prune)
-        return ab.BootedKernel(tree, env, kconfig.Build(ok=True, seconds=0.0, image=image, config=lines, log="(cached image)"))
-    srctree.checkout(git, commit, cache / "src")
-    # A build a second Ctrl-C or SIGKILL cut short leaves half-written objects that look up to date: start over.
-    building = cache / f"build-{env}.building"
-    if building.exists():
-        shutil.rmtree(cache / f"build-{env}", ignore_errors=True)
-    building.touch()
-    out = cache / f"build-{env}"
-    kept = configured.kept(git, out, commit, lines, how.variables)
-    if kept is None:
-        configured.forget(out)
-    b = kconfig.build(cache / "src", out, lines, timeout, hide=(git,),  # the user's repository: out of the sandbox's sight
-                      variables=how.variables, target=how.target, image=how.image, kept=kept)
-    if b.ok:
-        configured.remember(out, commit, lines, how.variables, b.problems)
-    building.unlink(missing_ok=True)
-    if b.ok and b.image is not None:
-        image.parent.mkdir(exist_ok=True)
-        partial = image.with_name(f".{image.name}.{os.getpid()}.tmp")  # never a truncated cached image
-        shutil.copyfile(b.image, partial)
-        os.replace(partial, image)
-        _prune(image.parent)
-        b = replace(b, image=image)
-    return ab.BootedKernel(tree, env, b)
-
-
-def image_path(git: Path, commit: str, env: str, lines: tuple[str, ...], cache: Path, how: How = How()) -> Path:
-    """Where the cache keeps the kernel of COMMIT in ENV: named by what the kernel is built from, the fragment and the
-    make variables."""
-    content = kernel_content(git, commit)
-    key = hashlib.sha256("\n".join((content, *lines, *(how.variables or ()))).encode()).hexdigest()[:16]
-    return cache / "images" / f"{content[:12]}-{env}-{key}.{Path(how.image).name}"
-
-
-def kernel_content(git: Path, commit: str) -> str:
-    """An id of COMMIT's tree without tools/testing/: no kernel build reads the selftests, so a commit that changes only
-    them has its parent's kernel. (The rest of tools/ stays in: objtool is built from it and run on every object.)"""
-    top = git_run(git, "ls-tree", commit, timeout=srctree.GIT_TIMEOUT).splitlines()
-    tools = git_run(git, "ls-tree", f"{commit}:tools", timeout=srctree.GIT_TIMEOUT).splitlines() if any(
-        ln.endswith("\ttools") and " tree " in ln for ln in top) else []
-    kept = [ln for ln in top if not ln.endswith("\ttools")] + ["tools/" + ln for ln in tools if not ln.endswith("\ttesting")]
-    return hashlib.sha1("\n".join(kept).encode()).hexdigest()
+def side(git: Path, commit: str, tree: str, env: str, lines: tuple[str, ...], cache: Path, timeout: float) -> ab.BootedKernel:
+    """TREE's side of the A/B in ENV: the kernel of COMMIT, from the kernel cache or built there (kernel/images.py)."""
+    return ab.BootedKernel(tree, env, images.build(git, commit, env, lines, cache, timeout))
 
 
 def _boot(sides: dict[str, ab.BootedKernel], boots: int, timeout: float, logs: Path, paths: dict[str, str],
@@ -185,11 +124,3 @@ def _merge(out: BootResults, tests: list[InTest], sides: dict[str, ab.BootedKern
     bench, more = ab.compare(tests, sides["base"], sides["patched"], model.slower_than(asked, accel), load)
     return BootResults((*out.runs, *runs), (*out.benchmarks, *bench), (*out.findings, *findings, *more),
                    out.tests, out.config, out.logs, accel)
-
-
-def _prune(images: Path) -> None:
-    """Keep the KEEP_IMAGES images last built or used."""
-    for old in sorted((p for p in images.iterdir() if not p.name.startswith(".")), key=lambda p: p.stat().st_mtime)[:-KEEP_IMAGES]:
-        old.unlink(missing_ok=True)
-
-

@@ -68,8 +68,8 @@ def guest_root_command(
     arch: Annotated[str, typer.Argument(metavar="ARCH",
                                         help="The guest architecture: ppc64le or arm64 (ppc32, riscv64 and s390x need none).")],
 ) -> None:
-    from reviewer.vm import root
-    from reviewer.vm.arches import GUESTS
+    from reviewer.kernel import guestroot as root
+    from reviewer.kernel.arches import GUESTS
 
     g = GUESTS.get(arch)
     others = ", ".join(n for n, a in GUESTS.items() if not a.native and not a.initramfs)

@@ -449,7 +449,7 @@ def _envs(text: str) -> tuple[str, ...]:
 def _arches(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
-    from reviewer.kernel.targets import TARGETS
+    from reviewer.kernel.arches import BY_NAME as TARGETS
 
     return _choices("--arch", text, TARGETS, "build target")
 
@@ -463,7 +463,7 @@ def _boot_envs(text: str) -> tuple[str, ...]:
 
 
 def _run_on(text: str) -> str:
-    from reviewer.vm import RUN_ON
+    from reviewer.selftests.where import RUN_ON
 
     if text not in RUN_ON:
         raise UsageError(f"--run-on {text!r}: not a place tests can run", f"choose from {', '.join(RUN_ON)}")

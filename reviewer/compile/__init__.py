@@ -1,7 +1,7 @@
 """The build stage: compile the series for each architecture it touches, base then patch by patch.
 
 Only with `--build` (it runs the series' Makefiles and compiler, sandboxed, and costs minutes). See
-steps.py for how a step is built, judge.py for what becomes a finding, targets.py for the toolchains.
+steps.py for how a step is built, judge.py for what becomes a finding, kernel/arches.py for the architectures and their toolchains.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from reviewer.compile import judge
 from reviewer.compile.steps import BUILD_TIMEOUT, BuildPlan, Commit, Step, TargetBuild, build_target
-from reviewer.kernel import srctree, targets
+from reviewer.kernel import arches, srctree
 from reviewer.model import BuiltStep, BuiltTarget, Finding, Level
 from reviewer.progress import QUIET, Progress
 
@@ -28,8 +28,8 @@ class BuildResults:
     findings: tuple[Finding, ...] = ()
 
 
-def chosen(touched: Sequence[str], only: Sequence[str] = ()) -> tuple[list[targets.Target], list[str]]:
-    return targets.for_series(touched, only)
+def chosen(touched: Sequence[str], only: Sequence[str] = ()) -> tuple[list[arches.Arch], list[str]]:
+    return arches.for_series(touched, only)
 
 
 def describe(touched: Sequence[str], patches: int, only: Sequence[str] = ()) -> str:
@@ -38,7 +38,7 @@ def describe(touched: Sequence[str], patches: int, only: Sequence[str] = ()) -> 
     return f"would build the base and {patches} patches for {', '.join(t.name for t in ts)}" if ts else "nothing to build"
 
 
-def cost(ts: Sequence[targets.Target], steps: int) -> str:
+def cost(ts: Sequence[arches.Arch], steps: int) -> str:
     """A rough cost of building STEPS steps (the base included) for TS, cold and with a warm cache."""
     cold = len(ts) * (_CONFIG_S + _FIRST_S + _STEP_S * (steps - 1))
     warm = len(ts) * (_CONFIG_S + _STEP_S * steps)

@@ -15,21 +15,15 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from reviewer.compile import sources
-from reviewer.kernel.targets import Target, belongs
+from reviewer.kernel.arches import Arch, belongs
 
 Read = sources.Read
 
-# Each arch's vDSO directory (6.12), as a make target.
-VDSO_DIRS = {
-    "x86_64": ("arch/x86/entry/vdso/",), "ppc64le": ("arch/powerpc/kernel/vdso/",), "ppc32": ("arch/powerpc/kernel/vdso/",),
-    "loongarch": ("arch/loongarch/vdso/",), "arm64": ("arch/arm64/kernel/vdso/",), "s390x": ("arch/s390/kernel/vdso64/",),
-    "riscv64": ("arch/riscv/kernel/vdso/",), "arm": ("arch/arm/vdso/",),
-}
 _VDSO = re.compile(r"^(arch/[^/]+/(.*/)?vdso[^/]*/|arch/[^/]+/include/asm/vdso/|lib/vdso/|include/vdso/)")
 _SOURCE = re.compile(r"\.(c|S)$")
 
 
-def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool], read: Read | None = None,
+def goals(paths: Iterable[str], target: Arch, exists: Callable[[str], bool], read: Read | None = None,
           listing: Callable[[str], Iterable[str]] | None = None) -> list[str]:
     """The make goals that compile PATHS on TARGET (the paths that exist at this step), `prepare` first.
     With READ and LISTING (a directory's file names) each file is the goal kbuild builds from it
@@ -39,7 +33,7 @@ def goals(paths: Iterable[str], target: Target, exists: Callable[[str], bool], r
         if not compiled(p, target):
             continue
         if _VDSO.match(p):
-            out.update((d, None) for d in VDSO_DIRS.get(target.name, ()) if exists(d.rstrip("/") + "/Makefile"))
+            out.update((d, None) for d in target.vdso if exists(d.rstrip("/") + "/Makefile"))
         elif exists(p) and (g := sources.goal(p, target.srcarch, read, listing) if read and listing else _own(p)):
             out[g] = None
     return sorted(out, key=lambda g: g != sources.PREPARE)
@@ -49,7 +43,7 @@ def _own(path: str) -> str | None:
     return path[:-2] + ".o" if _SOURCE.search(path) and not path.endswith(".lds.S") else None
 
 
-def compiled(path: str, target: Target) -> bool:
+def compiled(path: str, target: Arch) -> bool:
     """Whether a change to PATH is compiled when building for TARGET (through some goal)."""
     if not belongs(path, target) or re.match(r"^(Documentation|tools|samples|LICENSES)/", path):
         return False

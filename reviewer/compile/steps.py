@@ -24,7 +24,7 @@ from reviewer.compile import diag, objects, sources, vdso
 from reviewer.errors import CommandError
 from reviewer.kernel import make as kmake
 from reviewer.kernel import srctree
-from reviewer.kernel.targets import Target
+from reviewer.kernel.arches import Arch
 from reviewer.progress import QUIET, Progress
 from reviewer.run.sandbox import Sandbox
 from reviewer.tree.git import git
@@ -54,7 +54,7 @@ class Step:
 
 @dataclass(frozen=True)
 class TargetBuild:
-    target: Target
+    target: Arch
     steps: tuple[Step, ...] = ()
     config: tuple[str, ...] = ()  # the fragment on top of tinyconfig
     not_kept: tuple[str, ...] = ()  # fragment lines olddefconfig dropped
@@ -74,14 +74,14 @@ class BuildPlan:
     hide: tuple[Path, ...] = ()  # git directories out of the sandbox's sight
 
 
-def build_target(plan: BuildPlan, target: Target, progress: Progress = QUIET) -> TargetBuild:
+def build_target(plan: BuildPlan, target: Arch, progress: Progress = QUIET) -> TargetBuild:
     """Every step of PLAN for TARGET (the caller holds the cache's lock)."""
     src = plan.cache / "src"
     final = plan.commits[-1]
     srctree.checkout(plan.git, final.sha, src)
     read = _reader(src)
     wanted = objects.goals(plan.touched, target, lambda p: (src / p).exists(), read, _lister(src))
-    symbols = list(dict.fromkeys([*target.symbols, *(s for g in wanted for s in objects.guards(g, read))]))
+    symbols = list(dict.fromkeys([*target.build_symbols, *(s for g in wanted for s in objects.guards(g, read))]))
     asked = {f"CONFIG_{s}=y" for s in symbols}  # a dependency olddefconfig drops (a hidden symbol) guards nothing: not reported
     symbols += objects.depends(symbols, {g.rsplit("/", 1)[0] for g in wanted if "/" in g.rstrip("/")}, read,
                                _defined(plan.git, final.sha, symbols))
@@ -132,7 +132,7 @@ def _prune(cache: Path, keep: Path) -> None:
         old.with_name(old.name + ".building").unlink(missing_ok=True)
 
 
-def _step(box: kmake.Box, commit: Commit, plan: BuildPlan, target: Target, lines: tuple[str, ...],
+def _step(box: kmake.Box, commit: Commit, plan: BuildPlan, target: Arch, lines: tuple[str, ...],
           left: float) -> tuple[Step, tuple[str, ...]]:
     src, out = box.src, box.out
     start = time.monotonic()

@@ -1,7 +1,10 @@
 """The kernel layer: configure, build, cache and boot a kernel for an architecture, and nothing else.
 
-The private source checkout of a cache (srctree), make in the sandbox (make), the toolchains (targets), the
-config fragment (kconfig), the kept-configuration stamp (configured), QEMU (qemu) and its console (console).
+THE architectures, their toolchains and guests (arches), the private source checkout of a cache (srctree), make
+in the sandbox (make), the config fragment (kconfig), the kept-configuration stamp (configured), the image cache
+(images), QEMU (qemu) and its console (console); the guests the selftests boot: their kernels (guestkernel), their
+roots (guestroot), the test programs they run (jobs), virtme-ng (guest) and the initramfs guest with its own
+init (initramfs, guest_init.c).
 It imports no stage, no report/ and no cli/."""
 from __future__ import annotations
 

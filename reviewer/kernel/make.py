@@ -13,10 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.errors import CommandError
+from reviewer.kernel.arches import X86_64
 from reviewer.run.sandbox import Sandbox, read_untrusted
 
 # Fixed so that two builds of the same source are the same (and ccache hits across runs); C: plain ASCII
 # messages (kbuild unexports LC_ALL, so LANG and the categories gcc reads are set instead).
+# The commands a kernel build needs, and the Debian packages that bring them.
+TOOLS = {"make": "make", "gcc": "gcc", "flex": "flex", "bison": "bison", "bc": "bc"}
 _REPRO = {"LANG": "C", "LC_CTYPE": "C", "LC_MESSAGES": "C", "KBUILD_BUILD_TIMESTAMP": "2025-01-01", "KBUILD_BUILD_USER": "reviewer",
           "KBUILD_BUILD_HOST": "reviewer"}
 
@@ -24,7 +27,7 @@ _REPRO = {"LANG": "C", "LC_CTYPE": "C", "LC_MESSAGES": "C", "KBUILD_BUILD_TIMEST
 def make_cmd(src: Path, out: Path, *targets: str, variables: tuple[str, ...] | None = None) -> list[str]:
     """make for the tree SRC into OUT; VARIABLES: ARCH= and the compiler (the x86_64 host's gcc by default)."""
     if variables is None:
-        variables = ("ARCH=x86_64", *(["CC=ccache gcc"] if shutil.which("ccache") else []))
+        variables = (f"ARCH={X86_64.arch}", *(["CC=ccache gcc"] if shutil.which("ccache") else []))
     return ["make", "-C", str(src), f"O={out}", *variables, *targets]
 
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.kernel import console
+from reviewer.kernel.arches import X86_64
 from reviewer.proc import watch
 
-QEMU = "qemu-system-x86_64"
+QEMU = X86_64.qemu  # the in-kernel tests boot x86_64 kernels
 MEMORY_MB = 256
 _KVM_GET_API_VERSION, _KVM_CREATE_VM, _KVM_API = 0xAE00, 0xAE01, 12
 PROBE_SECONDS = 20.0

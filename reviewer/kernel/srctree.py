@@ -21,6 +21,7 @@ from pathlib import Path
 from reviewer.tree.git import git
 
 GIT_TIMEOUT = 600.0
+SELFTESTS = "tools/testing/selftests"  # the kselftests of a kernel tree
 
 
 def commit_of(wt: Path) -> str:

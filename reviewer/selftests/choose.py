@@ -5,10 +5,10 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from reviewer.kernel.srctree import SELFTESTS as SELFTESTS  # the selftests stage names it for its own modules
 from reviewer.model import Series
 from reviewer.tree.maintainers import IsDir, mentioning
 
-SELFTESTS = "tools/testing/selftests"
 _TOUCHED = re.compile(rf"^{SELFTESTS}/(?P<dir>[^/]+)/")
 
 

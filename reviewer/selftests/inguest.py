@@ -1,4 +1,4 @@
-"""The selftests of one tree, run inside that tree's own kernel (vm/guest.py): one boot per tree and round.
+"""The selftests of one tree, run inside that tree's own kernel (kernel/guest.py): one boot per tree and round.
 
 The programs were built on the host, in the sandbox, in the tree's worktree; the guest sees the
 worktree and runs each one as kselftest's runner would (from its directory, under the settings
@@ -14,13 +14,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.kernel import console
+from reviewer.kernel import console, guest
+from reviewer.kernel.arches import X86_64, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.model import Finding, Level, TestRun
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests.choose import SELFTESTS, TestRef
 from reviewer.selftests.run import Start, left_note, on_test, outcome, prepare
-from reviewer.vm import guest
-from reviewer.vm.arches import GUESTS, GuestArch
 
 RULE = "vm"
 NOT_RUN = "not run: "  # the reason of a test its guest never ran (the guest's finding says why)
@@ -35,7 +35,7 @@ class Kernels:
     both: str = ""  # a benchmark's: "booted x86_64 tcg: base c4bac1c88685, patched 0b91cda56707"
     logs: Path | None = None  # the guests' consoles go here, one file per boot
     boot_timeout: float | None = None  # seconds to reach the first test (None: guest.BOOT_ALLOWANCE)
-    arch: GuestArch = GUESTS["x86_64"]  # what the kernels and the tests are built for
+    arch: Arch = X86_64  # what the kernels and the tests are built for
     accel: str = ""  # kvm | tcg: what booted them (the benchmarks' default threshold follows it)
 
 
@@ -75,7 +75,7 @@ def boot(kernels: Kernels, label: str, wt: Path, items: Sequence[Item], sandbox:
     ready = [s for s in starts if isinstance(s, Start)]
     if image is None or not ready:
         return Booted(label, starts, tuple(items), None, image is not None, tag)
-    jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
+    jobs = [Job(s.cwd, s.argv, s.env, s.limit) for s in ready]
     log = kernels.logs / f"guest-{label}{tag}.log" if kernels.logs is not None else None
     booted = guest.run(image, jobs, [wt], sandbox, boot_timeout=kernels.boot_timeout, log=log, arch=kernels.arch)
     return Booted(label, starts, tuple(items), booted, image=True, tag=tag)

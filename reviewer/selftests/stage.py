@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from reviewer import ktap
+from reviewer.kernel import guestroot
 from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import ending, private
@@ -28,8 +29,8 @@ from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
 from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, on_test, run_list, run_observed
+from reviewer.selftests.where import Decision, kernel_paths
 from reviewer.verdict import BENCH_RUNS
-from reviewer.vm import Decision, kernel_paths, root
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
 RULE = "selftests"
@@ -193,7 +194,7 @@ def host_caveat(touched: Iterable[str], runs: Iterable[TestRun], where: Decision
 def _root_hint(where: Decision) -> str:
     """What makes a guest whose one lack is its root: the command (it downloads Debian's packages), or --run-on vm."""
     assert where.root is not None
-    return (f"make it: {where.fix} (it downloads {len(root.PACKAGES)} {where.root.deb} Debian packages, about 15 MB, once); "
+    return (f"make it: {where.fix} (it downloads {len(guestroot.PACKAGES)} {where.root.deb} Debian packages, about 15 MB, once); "
             "--run-on vm makes it itself")
 
 

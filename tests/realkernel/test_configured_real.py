@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.boot import runner
 from reviewer.boot.intests import BUILTIN, symbols
-from reviewer.kernel import configured, kconfig, srctree
+from reviewer.kernel import configured, images, kconfig, srctree
 from reviewer.tree.git import common_dir
 from tests.realkernel.kernel import BOOT_CACHE, commit, show
 
@@ -40,9 +39,9 @@ def test_a_c_change_keeps_the_configuration_and_a_kconfig_default_change_does_no
                    f"init/Kconfig: a smaller log buffer {token}\n", AUTHOR)
     git_dir, out = common_dir(linux), CACHE / "build-plain"
     with srctree.locked(CACHE):
-        built = {c: runner.side(git_dir, c, "t", "plain", lines, CACHE, kconfig.BUILD_TIMEOUT).build for c in (first, second)}
+        built = {c: images.build(git_dir, c, "plain", lines, CACHE, kconfig.BUILD_TIMEOUT) for c in (first, second)}
         kept_config = (out / ".config").read_text()
-        changed = runner.side(git_dir, third, "t", "plain", lines, CACHE, kconfig.BUILD_TIMEOUT).build
+        changed = images.build(git_dir, third, "plain", lines, CACHE, kconfig.BUILD_TIMEOUT)
     builds = (*built.values(), changed)
     assert all(b.ok and b.image is not None and b.image.is_file() for b in builds), [b.error for b in builds]
     assert not built[second].configured and built[second].problems == built[first].problems

@@ -13,9 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import vm
+from reviewer.kernel import guest
+from reviewer.kernel import guestkernel as kernel
+from reviewer.kernel.jobs import Job
 from reviewer.run.sandbox import Sandbox
-from reviewer.vm import guest, kernel
+from reviewer.selftests import where as vm
 from tests.helpers import review
 from tests.realkernel.kernel import BOOT_CACHE as CACHE
 from tests.realkernel.kernel import edit_series, git
@@ -49,7 +51,7 @@ def test_a_directory_in_a_guest_has_the_results_make_run_tests_gives_there(linux
                           kernel.fragment(wt, ["vDSO"]), Path(CACHE), 3600)
         image = made.images["patched"]
         assert image is not None and made.runs[0].log == "(cached image)", made.runs  # the kernel the review booted
-        runner = guest.Job(wt / "tools/testing/selftests", ("make", "--no-print-directory", "TARGETS=vDSO", "run_tests"), "plain", 900)
+        runner = Job(wt / "tools/testing/selftests", ("make", "--no-print-directory", "TARGETS=vDSO", "run_tests"), "plain", 900)
         booted = guest.run(image, [runner], [wt], Sandbox(tmp_path / "scratch"))
     finally:
         git(linux, "worktree", "remove", "--force", str(wt))

@@ -2,7 +2,7 @@
 
 Debian 12 has no riscv64 packages to make a root of (its cross gcc and libc, yes), and s390x needs
 none: both guests boot the cross-built kernel with an initramfs of the statically built tests and
-the tool's own init (vm/initramfs.py), riscv64 under `qemu-system-riscv64 -M virt` (OpenSBI),
+the tool's own init (kernel/initramfs.py), riscv64 under `qemu-system-riscv64 -M virt` (OpenSBI),
 s390x under `qemu-system-s390x -M s390-ccw-virtio -cpu max`. Each series breaks its architecture's
 vDSO in a way vdso_test_correctness sees (vDSO against syscall; not KTAP: it exits 1, its own [FAIL]
 line in the output), and only in a kernel that has the change: riscv64's clock_gettime() a second ahead, s390x's

@@ -5,10 +5,10 @@ from reviewer.compile import judge
 from reviewer.compile.diag import Diagnostic
 from reviewer.compile.steps import Step, TargetBuild
 from reviewer.compile.vdso import Image
-from reviewer.kernel.targets import TARGETS, Target
+from reviewer.kernel.arches import BY_NAME, Arch
 from reviewer.model import Finding, Level
 
-X86, PPC64, PPC32 = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["ppc32"]
+X86, PPC64, PPC32 = BY_NAME["x86_64"], BY_NAME["ppc64le"], BY_NAME["ppc32"]
 UNUSED = "unused variable 'tmp' [-Wunused-variable]"
 VDSO = "arch/x86/entry/vdso/vdso64.so.dbg"
 BASE_EXPORTS = ("__vdso_clock_gettime@@LINUX_2.6", "__vdso_getcpu@@LINUX_2.6", "__vdso_time@@LINUX_2.6")
@@ -31,7 +31,7 @@ def _failed(index: int, *diags: Diagnostic) -> Step:
     return Step(index, "failed", 1.0, ("mm/a.o",), first, diags)
 
 
-def _judge(*steps: Step, touched: tuple[str, ...] = ("mm/a.c",), target: Target = X86) -> list[Finding]:
+def _judge(*steps: Step, touched: tuple[str, ...] = ("mm/a.c",), target: Arch = X86) -> list[Finding]:
     return judge.findings(TargetBuild(target, steps), touched, len(steps) - 1)
 
 
@@ -218,7 +218,7 @@ def test_exported() -> None:
     x86 = TargetBuild(X86, (_built(0, images=no), _built(1, images=yes), _built(2, images=no)))  # the last built step counts
     ppc64 = TargetBuild(PPC64, (_built(0), _built(1, images=(_img("__kernel_getrandom@@LINUX_2.6.15"),))))
     ppc32 = TargetBuild(PPC32, (_built(0), _built(1, images=(_img("__kernel_time@@LINUX_2.6.15"),))))
-    loong = TargetBuild(TARGETS["loongarch"], (_built(0), _built(1)))  # no vDSO built: no say
+    loong = TargetBuild(BY_NAME["loongarch"], (_built(0), _built(1)))  # no vDSO built: no say
     assert judge.exported([x86, ppc32, ppc64, loong]) == {"x86": False, "powerpc": True}
     assert judge.exported([ppc32]) == {"powerpc": False}
     assert judge.exported([TargetBuild(X86, (_built(0, images=no), _built(1, images=yes), _failed(2)))]) == {"x86": True}

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from reviewer.compile import objects
-from reviewer.kernel import targets
-from reviewer.kernel.targets import TARGETS
+from reviewer.kernel import arches
+from reviewer.kernel.arches import BY_NAME
 from tests.realkernel.kernel import ensure_repo
 
-X86, PPC64, LOONG = TARGETS["x86_64"], TARGETS["ppc64le"], TARGETS["loongarch"]
+X86, PPC64, LOONG = BY_NAME["x86_64"], BY_NAME["ppc64le"], BY_NAME["loongarch"]
 
 
 def _reader(files: dict[str, str]) -> objects.Read:
@@ -198,7 +198,7 @@ def test_an_included_c_file_is_compiled_through_its_includer_on_the_real_tree() 
     def exists(p: str) -> bool:
         return (root / p).exists()
 
-    x86 = targets.host()
+    x86 = arches.host()
     assert objects.goals(["kernel/sched/rt.c", "kernel/sched/fair.c", "lib/sort.c"], x86, exists, read, listing) == [
         "kernel/sched/build_policy.o", "kernel/sched/fair.o", "lib/sort.o"]
     assert objects.goals(["kernel/sched/rt.c"], x86, exists) == ["kernel/sched/rt.o"]  # without READ: the file's own

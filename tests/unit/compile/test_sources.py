@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.compile import objects, sources, steps
-from reviewer.kernel.targets import TARGETS
+from reviewer.kernel.arches import BY_NAME
 from tests.realkernel.kernel import ensure_repo
 
 # Shaped like 6.12's files, each reduced to the lines that matter here.
@@ -127,7 +127,7 @@ def test_prepared_names_the_s_files_of_the_top_level_kbuild() -> None:
 
 def test_goals_put_prepare_first_and_once() -> None:
     paths = ["mm/memory.c", "arch/powerpc/kernel/asm-offsets.c", "kernel/bounds.c", "kernel/sched/rt.c", "kernel/sched/idle.c"]
-    got = objects.goals(paths, TARGETS["ppc64le"], TREE.__contains__, TREE.get, _listing)
+    got = objects.goals(paths, BY_NAME["ppc64le"], TREE.__contains__, TREE.get, _listing)
     assert got == ["prepare", "mm/memory.o", "kernel/sched/build_policy.o"]
 
 
@@ -179,4 +179,4 @@ def test_goals_on_the_real_tree(linux: Path, path: str, target: str, expected: l
     def listing(d: str) -> list[str]:
         return [p.name for p in (linux / d).iterdir() if p.is_file()]
 
-    assert objects.goals([path], TARGETS[target], lambda p: (linux / p).exists(), read, listing) == expected
+    assert objects.goals([path], BY_NAME[target], lambda p: (linux / p).exists(), read, listing) == expected

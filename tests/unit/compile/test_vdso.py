@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.compile import vdso
-from reviewer.kernel.targets import TARGETS
+from reviewer.kernel.arches import BY_NAME
 
 SOURCE = """\
 extern int helper_from_elsewhere(void);
@@ -66,13 +66,13 @@ def test_read_a_ppc64le_image(tmp_path: Path) -> None:
     # (LLVM) between Vis and Ndx; the target's own readelf must still give its name.
     image = _link(tmp_path, "vdso64.so.dbg", ("powerpc64le-linux-gnu-gcc",))
     assert "[<localentry>: 8]" in _readelf(image)
-    ppc = TARGETS["ppc64le"]
+    ppc = BY_NAME["ppc64le"]
     assert vdso.read(image, tmp_path, ppc.readelf()).symbols == EXPORTED
     assert vdso.read(image, tmp_path, shutil.which("llvm-readelf-19") or "llvm-readelf-19").symbols == EXPORTED
 
 
 def test_read_a_loongarch_image_with_the_targets_llvm_readelf(tmp_path: Path) -> None:
-    la = TARGETS["loongarch"]
+    la = BY_NAME["loongarch"]
     image = _link(tmp_path, "vdso.so.dbg", ("clang-19", "--target=loongarch64-linux-gnu", "-fuse-ld=lld"))
     assert Path(la.readelf()).name == "llvm-readelf-19"
     assert vdso.read(image, tmp_path, la.readelf()).symbols == EXPORTED

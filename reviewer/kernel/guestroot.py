@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from reviewer.errors import ConfigError
+from reviewer.kernel.arches import Arch
 from reviewer.store import dirs
-from reviewer.vm.arches import GuestArch
 
 # What the guest runs (guest.script, virtme-ng's virtme-init) and what that links against (Debian 12).
 PACKAGES = (
@@ -36,29 +36,29 @@ STAMP = ".reviewer-root"  # written last: a root without it is half made
 APT_TIMEOUT = 600.0
 
 
-def location(arch: GuestArch) -> Path:
+def location(arch: Arch) -> Path:
     """$REVIEWER_GUEST_ROOTS/<debian arch>, else $XDG_CACHE_HOME/reviewer/guest-roots/<debian arch>."""
     top = os.environ.get("REVIEWER_GUEST_ROOTS")
     return (Path(top) if top else dirs.cache_root() / "guest-roots") / arch.deb
 
 
-def ready(arch: GuestArch) -> bool:
+def ready(arch: Arch) -> bool:
     """ARCH's userspace is there: the machine's own, whose root is the host's; an initramfs guest, which brings its own;
     or a root made (its stamp written last)."""
     return arch.native or arch.initramfs or (location(arch) / STAMP).is_file()
 
 
-def command(arch: GuestArch) -> str:
+def command(arch: Arch) -> str:
     """The command that makes ARCH's root."""
     return f"review guest-root {arch.name}"
 
 
-def missing(arch: GuestArch) -> str:
+def missing(arch: Arch) -> str:
     """What is missing for ARCH's userspace, and the command that makes it ("" when nothing is)."""
     return "" if ready(arch) else f"no {arch.deb} guest root at {location(arch)} (make it: {command(arch)})"
 
 
-def make(arch: GuestArch, say: Callable[[str], None] = lambda _: None) -> Path:
+def make(arch: Arch, say: Callable[[str], None] = lambda _: None) -> Path:
     """Download ARCH's packages and unpack them into its root (replacing an older one); the root. SAY hears of each step."""
     dest = location(arch)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ def _run(argv: list[str], cwd: Path, what: str, hint: str) -> None:
         raise ConfigError(f"{what}: {first}", hint)
 
 
-def prepare(arch: GuestArch, into: Path, shared: list[Path]) -> dict[Path, Path]:
+def prepare(arch: Arch, into: Path, shared: list[Path]) -> dict[Path, Path]:
     """A copy of ARCH's root in INTO for one boot, with each of SHARED (directories of the host) copied in
     at its own path; {host path: its copy}. vng shares the copies read-write (they must be inside the root)."""
     shutil.copytree(location(arch), into, symlinks=True)

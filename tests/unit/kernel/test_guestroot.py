@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reviewer.errors import ConfigError, ExitStatus
-from reviewer.vm import root
-from reviewer.vm.arches import GUESTS
+from reviewer.kernel import guestroot as root
+from reviewer.kernel.arches import GUESTS
 from tests.helpers import review
 
 

@@ -12,23 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from reviewer.kernel.targets import TARGETS
+from reviewer.kernel import guest, initramfs
+from reviewer.kernel.arches import BY_NAME, GUESTS
+from reviewer.kernel.jobs import Job
 from reviewer.run.sandbox import YEAR
-from reviewer.vm import guest, initramfs
-from reviewer.vm.arches import GUESTS
-from tests.unit.vm.conftest import alive, pid_of
+from tests.unit.kernel.conftest import alive, pid_of
 
 
 def _init(tmp_path: Path) -> tuple[Path, Path, Path]:
     """The init compiled for the host, reading TMP/jobs and writing TMP/port."""
     jobs, port, exe = tmp_path / "jobs", tmp_path / "port", tmp_path / "init"
-    source = resources.files("reviewer.vm").joinpath(initramfs.INIT_SOURCE).read_text()
+    source = resources.files("reviewer.kernel").joinpath(initramfs.INIT_SOURCE).read_text()
     subprocess.run(["gcc", "-O2", "-Wall", "-Werror", f'-DJOBS="{jobs}"', f'-DPORT="{port}"', "-o", str(exe), "-x", "c", "-"],
                    input=source, text=True, check=True, capture_output=True)
     return exe, jobs, port
 
 
-def _run(tmp_path: Path, jobs: list[guest.Job], kill_after: int = 5) -> tuple[list[guest.Ran | None], str]:
+def _run(tmp_path: Path, jobs: list[Job], kill_after: int = 5) -> tuple[list[guest.Ran | None], str]:
     """Run JOBS with the init; their outcomes, and the console less the result records (as the host reads it)."""
     exe, jobs_path, port = _init(tmp_path)
     text, bad = initramfs.jobs_file(jobs, kill_after)
@@ -52,8 +52,8 @@ def test_jobs_run_from_their_directories_with_their_output_and_exit_status(tmp_p
     here = tmp_path / "a dir with spaces"
     here.mkdir()
     _script(here, "t.sh", 'echo "from $(basename "$PWD")"; echo to stderr >&2; head -c 300 /dev/zero | tr "\\0" x; exit 4')
-    ran, console = _run(tmp_path, [guest.Job(here, ("./t.sh",), "plain", 10), guest.Job(here, ("./missing",), "plain", 10),
-                                   guest.Job(here, ("/bin/sh", "-c", "kill -SEGV $$"), "plain", 10)])
+    ran, console = _run(tmp_path, [Job(here, ("./t.sh",), "plain", 10), Job(here, ("./missing",), "plain", 10),
+                                   Job(here, ("/bin/sh", "-c", "kill -SEGV $$"), "plain", 10)])
     first, missing, killed = ran
     assert first is not None and first.returncode == 4 and not first.timed_out
     assert first.output.splitlines() == [f"from {here.name}", "to stderr", "x" * 300]  # 300 bytes: six base64 lines
@@ -68,9 +68,9 @@ def test_what_a_job_leaves_running_is_killed_counted_and_named_when_it_exits(tmp
     (never waiting for the stdout the setsid child holds), its leftover named and gone; twelve sleepers: eight named,
     twelve counted; a job that leaves nothing has nothing said."""
     sleepers = ("/bin/sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 300 & done; (sleep 301 & exec sleep 302) &")
-    ran, _ = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30),
-                             guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
-                             guest.Job(tmp_path, sleepers, "plain", 30), guest.Job(tmp_path, ("/bin/true",), "plain", 30)])
+    ran, _ = _run(tmp_path, [Job(leavers, ("./hostile_daemon",), "plain", 30),
+                             Job(leavers, ("./hostile_setsid",), "timens", 30),
+                             Job(tmp_path, sleepers, "plain", 30), Job(tmp_path, ("/bin/true",), "plain", 30)])
     daemon, setsid, many, none = ran
     for r, name in ((daemon, "hostile_daemon"), (setsid, "hostile_setsid")):
         assert r is not None and r.returncode == 0 and not r.timed_out and r.seconds < 5, r
@@ -83,7 +83,7 @@ def test_what_a_job_leaves_running_is_killed_counted_and_named_when_it_exits(tmp
 
 
 def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
-    ran, _ = _run(tmp_path, [guest.Job(tmp_path, ("/bin/sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' y"), "plain", 30)])
+    ran, _ = _run(tmp_path, [Job(tmp_path, ("/bin/sh", "-c", "head -c 1100000 /dev/zero | tr '\\0' y"), "plain", 30)])
     (big,) = ran
     assert big is not None and big.returncode == 0
     assert big.output.startswith("y" * (1 << 20))
@@ -92,8 +92,8 @@ def test_output_past_the_cap_is_cut_and_says_so(tmp_path: Path) -> None:
 
 def test_timens_jobs_see_the_boot_clock_a_year_ahead(tmp_path: Path) -> None:
     cat = ("/bin/cat", "/proc/uptime")
-    ran, _ = _run(tmp_path, [guest.Job(tmp_path, cat, "plain", 10), guest.Job(tmp_path, cat, "timens", 10),
-                             guest.Job(tmp_path, ("/usr/bin/id", "-u"), "timens", 10)])
+    ran, _ = _run(tmp_path, [Job(tmp_path, cat, "plain", 10), Job(tmp_path, cat, "timens", 10),
+                             Job(tmp_path, ("/usr/bin/id", "-u"), "timens", 10)])
     plain, timens, uid = ran
     assert plain is not None and timens is not None and uid is not None, ran
     assert plain.returncode == 0 and timens.returncode == 0, timens.output
@@ -103,9 +103,9 @@ def test_timens_jobs_see_the_boot_clock_a_year_ahead(tmp_path: Path) -> None:
 
 
 def test_a_job_past_its_timeout_is_stopped_and_the_next_one_runs(tmp_path: Path) -> None:
-    ran, _ = _run(tmp_path, [guest.Job(tmp_path, ("/bin/sleep", "30"), "plain", 1),
-                             guest.Job(tmp_path, ("/bin/sh", "-c", "trap '' TERM; echo stubborn; sleep 30"), "plain", 1),
-                             guest.Job(tmp_path, ("/bin/echo", "next"), "plain", 10)], kill_after=1)
+    ran, _ = _run(tmp_path, [Job(tmp_path, ("/bin/sleep", "30"), "plain", 1),
+                             Job(tmp_path, ("/bin/sh", "-c", "trap '' TERM; echo stubborn; sleep 30"), "plain", 1),
+                             Job(tmp_path, ("/bin/echo", "next"), "plain", 10)], kill_after=1)
     slept, stubborn, after = ran
     assert slept is not None and slept.returncode == 124 and slept.timed_out and slept.seconds < 5
     assert stubborn is not None and stubborn.returncode == 137 and stubborn.timed_out and stubborn.output == "stubborn\n"
@@ -125,8 +125,8 @@ def test_results_that_never_ended_or_are_garbled_are_not_made_up() -> None:
 
 
 def test_a_job_the_file_cannot_hold_is_named_and_keeps_the_numbering(tmp_path: Path) -> None:
-    text, bad = initramfs.jobs_file([guest.Job(tmp_path, ("./a",), "plain", 5), guest.Job(tmp_path, ("./b", "x\ty"), "plain", 5),
-                                     guest.Job(tmp_path, ("./c",), "timens", 5)], 5)
+    text, bad = initramfs.jobs_file([Job(tmp_path, ("./a",), "plain", 5), Job(tmp_path, ("./b", "x\ty"), "plain", 5),
+                                     Job(tmp_path, ("./c",), "timens", 5)], 5)
     assert bad == [1]
     lines = text.splitlines()
     assert len(lines) == 3 and lines[2].split("\t") == ["5", "5", "timens", str(YEAR), str(tmp_path), "./c"]
@@ -171,7 +171,7 @@ def test_an_archive_past_its_limit_stops(tmp_path: Path, monkeypatch: pytest.Mon
                                            ("s390x", ("ELF64", "big endian", "S/390"))])
 def test_the_init_builds_static_for_each_initramfs_guest(name: str, elf: tuple[str, ...], tmp_path: Path) -> None:
     g = GUESTS[name]
-    assert g.initramfs and g.target is TARGETS[name]
+    assert g.initramfs and g.toolchain is BY_NAME[name]
     assert initramfs.compile_init(g, tmp_path / "init") == ""
     header = subprocess.run([shutil.which("readelf") or "readelf", "-h", "-d", str(tmp_path / "init")], capture_output=True,
                             text=True).stdout

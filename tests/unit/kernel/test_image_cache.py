@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from reviewer.boot import runner
+from reviewer.kernel import images
 from reviewer.tree.git import git
 
 
@@ -29,21 +29,21 @@ def test_a_commit_of_the_same_tree_has_the_same_image(tmp_path: Path) -> None:
     assert first != again
     lines = ("CONFIG_PRINTK=y",)
     cache = tmp_path / "cache"
-    path = runner.image_path(repo, first, "vm-x86_64", lines, cache)
-    assert path == runner.image_path(repo, again, "vm-x86_64", lines, cache)
-    assert path != runner.image_path(repo, other, "vm-x86_64", lines, cache)
-    assert path != runner.image_path(repo, first, "vm-x86_64", ("CONFIG_PRINTK=y", "CONFIG_BUG=y"), cache)
-    assert path != runner.image_path(repo, first, "vm-x86_64", lines, cache, runner.How(("ARCH=powerpc",), "vmlinux", "vmlinux"))
+    path = images.image_path(repo, first, "vm-x86_64", lines, cache)
+    assert path == images.image_path(repo, again, "vm-x86_64", lines, cache)
+    assert path != images.image_path(repo, other, "vm-x86_64", lines, cache)
+    assert path != images.image_path(repo, first, "vm-x86_64", ("CONFIG_PRINTK=y", "CONFIG_BUG=y"), cache)
+    assert path != images.image_path(repo, first, "vm-x86_64", lines, cache, images.How(("ARCH=powerpc",), "vmlinux", "vmlinux"))
 
 
 def test_the_second_commit_of_a_tree_reuses_its_kernel_without_building(tmp_path: Path) -> None:
     repo, (first, again, _) = _repo(tmp_path)
     cache = tmp_path / "cache"
-    image = runner.image_path(repo, first, "vm-x86_64", (), cache)
+    image = images.image_path(repo, first, "vm-x86_64", (), cache)
     image.parent.mkdir(parents=True)
     image.write_bytes(b"a kernel")
-    side = runner.side(repo, again, "patched", "vm-x86_64", (), cache, timeout=1.0)
-    assert side.build.ok and side.build.image == image and side.build.log == "(cached image)"
+    built = images.build(repo, again, "vm-x86_64", (), cache, timeout=1.0)
+    assert built.ok and built.image == image and built.log == "(cached image)"
     assert not (cache / "src").exists()  # nothing was checked out, so nothing was built
 
 
@@ -57,9 +57,9 @@ def test_a_commit_that_changes_only_the_selftests_has_its_parents_kernel(tmp_pat
         (work / path).write_text(f"/* {name} */\n")
         git(work, "add", path)
         git(work, "commit", "-q", "-m", name)
-        image[name] = runner.image_path(repo, "HEAD", "vm-x86_64", (), tmp_path / "cache")
+        image[name] = images.image_path(repo, "HEAD", "vm-x86_64", (), tmp_path / "cache")
         git(work, "reset", "-q", "--hard", first)
-    assert image["test"] == runner.image_path(repo, first, "vm-x86_64", (), tmp_path / "cache")
+    assert image["test"] == images.image_path(repo, first, "vm-x86_64", (), tmp_path / "cache")
     assert image["objtool"] != image["test"] and image["other"] != image["test"] and image["objtool"] != image["other"]
 
 
@@ -69,15 +69,15 @@ def test_a_cached_image_in_use_is_not_pruned_by_the_other_sides_build(tmp_path: 
 
     repo, (first, _, _) = _repo(tmp_path)
     cache, lines = tmp_path / "cache", ("CONFIG_PRINTK=y",)
-    base = runner.image_path(repo, first, "vm-x86_64", lines, cache)
+    base = images.image_path(repo, first, "vm-x86_64", lines, cache)
     base.parent.mkdir(parents=True)
     base.write_bytes(b"base kernel")
     os.utime(base, (1, 1))
-    others = [base.with_name(f"{n:012x}-vm-x86_64-old.bzImage") for n in range(runner.KEEP_IMAGES - 1)]
+    others = [base.with_name(f"{n:012x}-vm-x86_64-old.bzImage") for n in range(images.KEEP_IMAGES - 1)]
     for n, p in enumerate(others):
         p.write_bytes(b"an older review's kernel")
         os.utime(p, (100 + n, 100 + n))
-    assert runner.side(repo, first, "base", "vm-x86_64", lines, cache, 60.0).build.image == base  # cached: no build
+    assert images.build(repo, first, "vm-x86_64", lines, cache, 60.0).image == base  # cached: no build
     base.with_name("fffffffffff0-vm-x86_64-new.bzImage").write_bytes(b"the patched kernel, just built")
-    runner._prune(base.parent)
+    images._prune(base.parent)
     assert base.is_file() and not others[0].exists() and all(p.exists() for p in others[1:])

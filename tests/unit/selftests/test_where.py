@@ -7,9 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import vm
-from reviewer.vm import kernel, root
-from reviewer.vm.arches import GUESTS
+from reviewer.kernel import arches
+from reviewer.kernel import guestkernel as kernel
+from reviewer.kernel import guestroot as root
+from reviewer.kernel.arches import GUESTS
+from reviewer.selftests import where as vm
 
 LIB = ["lib/vdso/getrandom.c"]
 TOOLS_ONLY = ["tools/testing/selftests/vDSO/vdso_test_getrandom.c", "Documentation/x.rst", "MAINTAINERS"]
@@ -72,7 +74,7 @@ def test_the_fragment_is_the_userspace_set_and_the_tests_own_config(tmp_path: Pa
     d.mkdir(parents=True)
     (d / "config").write_text("CONFIG_TIME_NS=y\nCONFIG_GENERIC_VDSO_TIME_NS=m\n# a comment\n# CONFIG_X is not set\nnonsense\n")
     lines = kernel.fragment(tmp_path, ["timens", "vDSO"])  # vDSO has no config file in 6.12
-    own = GUESTS["x86_64"].symbols + kernel.USERSPACE
+    own = GUESTS["x86_64"].guest_symbols + kernel.USERSPACE
     assert lines[: len(own)] == tuple(f"CONFIG_{s}=y" for s in own)
     off = tuple(f"# CONFIG_{s} is not set" for s in kernel.UNWANTED)
     assert lines[len(own):] == (*off, "CONFIG_GENERIC_VDSO_TIME_NS=y", "# CONFIG_X is not set")  # TIME_NS: already there
@@ -128,7 +130,7 @@ def test_riscv64_and_s390x_guests_boot_an_initramfs_and_name_a_missing_firmware(
     d = vm.decide([path], "auto", tree)  # the series' own architecture
     assert d.vm and d.arch is GUESTS[name] and not d.missing and root.missing(GUESTS[name]) == ""
     lost = dataclasses.replace(GUESTS[name], firmware=((str(tmp_path / "fw.bin"), "qemu-system-data"),))
-    monkeypatch.setitem(vm.GUESTS, name, lost)
+    monkeypatch.setitem(arches.GUESTS, name, lost)
     gone = vm.decide([path], "vm", tree, [name])
     assert not gone.vm and gone.missing == f"booting a {name} guest needs QEMU's firmware {tmp_path}/fw.bin"
     assert gone.fix == "apt-get install qemu-system-data" and gone.lacking == f"{gone.missing} (apt-get install qemu-system-data)"

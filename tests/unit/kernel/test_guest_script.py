@@ -9,18 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from reviewer.kernel import guest
+from reviewer.kernel import guestroot as root
+from reviewer.kernel.arches import GUESTS
+from reviewer.kernel.jobs import Job
 from reviewer.ktap import Result
 from reviewer.model import Level
 from reviewer.run.sandbox import Sandbox
 from reviewer.selftests import inguest
 from reviewer.selftests.choose import SELFTESTS, TestRef
 from reviewer.selftests.run import Start, prepare
-from reviewer.vm import guest, root
-from reviewer.vm.arches import GUESTS
-from tests.unit.vm.conftest import alive, pid_of
+from tests.unit.kernel.conftest import alive, pid_of
 
 
-def _run(tmp_path: Path, jobs: list[guest.Job]) -> list[guest.Ran | None]:
+def _run(tmp_path: Path, jobs: list[Job]) -> list[guest.Ran | None]:
     results = tmp_path / "results"
     results.mkdir()
     script = results / "run.sh"
@@ -36,7 +38,7 @@ def test_each_job_runs_from_its_directory_with_its_exit_status(tmp_path: Path) -
     here.mkdir()
     (here / "t.sh").write_text("#!/bin/sh\necho from $(basename \"$PWD\"); echo to stderr >&2; exit 4\n")
     (here / "t.sh").chmod(0o755)
-    ran = _run(tmp_path, [guest.Job(here, ("./t.sh",), "plain", 10), guest.Job(here, ("sh", "-c", "exit 0"), "plain", 10)])
+    ran = _run(tmp_path, [Job(here, ("./t.sh",), "plain", 10), Job(here, ("sh", "-c", "exit 0"), "plain", 10)])
     first, second = ran
     assert first is not None and second is not None
     assert first.returncode == 4 and not first.timed_out
@@ -49,8 +51,8 @@ def test_what_a_job_leaves_running_is_named_and_killed(tmp_path: Path, leavers: 
     each named with its command line (what the test made it), counted, and gone before the next job; none for a job
     that leaves nothing."""
     sleepers = ("sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do setsid sleep 300 & done; (sleep 301 & exec sleep 302) &")
-    ran = _run(tmp_path, [guest.Job(leavers, ("./hostile_daemon",), "plain", 30), guest.Job(leavers, ("./hostile_setsid",), "timens", 30),
-                          guest.Job(tmp_path, sleepers, "plain", 30), guest.Job(tmp_path, ("true",), "plain", 30)])
+    ran = _run(tmp_path, [Job(leavers, ("./hostile_daemon",), "plain", 30), Job(leavers, ("./hostile_setsid",), "timens", 30),
+                          Job(tmp_path, sleepers, "plain", 30), Job(tmp_path, ("true",), "plain", 30)])
     daemon, setsid, many, none = ran
     for r, name in ((daemon, "hostile_daemon"), (setsid, "hostile_setsid")):
         assert r is not None and r.returncode == 0 and not r.timed_out and r.seconds < 5, r
@@ -72,7 +74,7 @@ def test_a_test_that_left_processes_in_its_guest_is_a_warning_on_that_test_and_i
     leavers.rename(wt / SELFTESTS / "hostile")
     items = [inguest.Item(TestRef("hostile", "hostile_daemon"), "plain"), inguest.Item(TestRef("hostile", "hostile_setsid"), "timens")]
     starts = tuple(prepare(wt, i.ref, tree="patched", env=i.env) for i in items)
-    jobs = [guest.Job(s.cwd, s.argv, s.env, s.limit) for s in starts if isinstance(s, Start)]
+    jobs = [Job(s.cwd, s.argv, s.env, s.limit) for s in starts if isinstance(s, Start)]
     booted = inguest.Booted("patched", starts, tuple(items),
                             guest.GuestRun(tuple(_run(tmp_path, jobs)), "", 1.0, timed_out=False, accel="tcg", returncode=0),
                             image=True)
@@ -91,19 +93,19 @@ def test_a_test_that_left_processes_in_its_guest_is_a_warning_on_that_test_and_i
 
 
 def test_a_job_past_its_timeout_is_killed_and_the_next_one_still_runs(tmp_path: Path) -> None:
-    ran = _run(tmp_path, [guest.Job(tmp_path, ("sleep", "30"), "plain", 1), guest.Job(tmp_path, ("echo", "next"), "plain", 10)])
+    ran = _run(tmp_path, [Job(tmp_path, ("sleep", "30"), "plain", 1), Job(tmp_path, ("echo", "next"), "plain", 10)])
     slow, after = ran
     assert slow is not None and slow.timed_out and slow.returncode == 124 and 1 <= slow.seconds < 10
     assert after is not None and after.output == "next\n"
 
 
 def test_a_test_that_exits_124_quickly_did_not_time_out(tmp_path: Path) -> None:
-    (ran,) = _run(tmp_path, [guest.Job(tmp_path, ("sh", "-c", "exit 124"), "plain", 30)])
+    (ran,) = _run(tmp_path, [Job(tmp_path, ("sh", "-c", "exit 124"), "plain", 30)])
     assert ran is not None and ran.returncode == 124 and not ran.timed_out
 
 
 def test_timens_jobs_run_a_year_ahead(tmp_path: Path) -> None:
-    (ran,) = _run(tmp_path, [guest.Job(tmp_path, ("cat", "/proc/uptime", "/proc/self/timens_offsets"), "timens", 10)])
+    (ran,) = _run(tmp_path, [Job(tmp_path, ("cat", "/proc/uptime", "/proc/self/timens_offsets"), "timens", 10)])
     assert ran is not None and ran.returncode == 0, ran
     uptime = float(ran.output.split()[0])
     assert uptime > 365 * 24 * 3600
@@ -111,7 +113,7 @@ def test_timens_jobs_run_a_year_ahead(tmp_path: Path) -> None:
 
 
 def test_a_job_the_guest_never_finished_reads_as_not_run(tmp_path: Path) -> None:
-    job = guest.Job(tmp_path, ("true",), "plain", 10)
+    job = Job(tmp_path, ("true",), "plain", 10)
     (tmp_path / "0.rc").write_text("garbage\n")
     assert guest._read(tmp_path, 0, job) is None
     assert guest._read(tmp_path, 1, job) is None  # no status file at all

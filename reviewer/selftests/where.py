@@ -1,13 +1,12 @@
-"""Selftests in the kernels the series builds (issue 17): where they run, the guest kernels, the guest.
+"""Where the selftests run (issue 17): on the host, or in the kernels the series builds, booted as guests of kernel/.
 
     decide(touched, asked, tree) -> Decision        host or vm, and why
     kernels(...) -> Prepared                        the base and patched guest kernels, built or cached
-    guest.run(image, jobs, trees, sandbox)          one boot running a batch of test programs
+    kernel/guest.run(image, jobs, trees, sandbox)   one boot running a batch of test programs
 """
 from __future__ import annotations
 
 import re
-import shutil
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -15,27 +14,18 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
-from reviewer.kernel.targets import TARGETS, host
+from reviewer.kernel import arches, guestroot
+from reviewer.kernel.arches import X86_64, Arch, host
 from reviewer.model import Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
-from reviewer.vm import root
-from reviewer.vm.arches import BY_DIR, GUESTS, GuestArch
 
 RULE = "vm"
 RUN_ON = ("auto", "host", "vm")
 # What the kernel is not built from: a series changing only these is tested as it should be on the host.
 NOT_KERNEL = re.compile(r"^(Documentation|tools|samples|scripts|LICENSES|usr/include)/|^[^/]+$")
-_POWERPC_VDSO = re.compile(r"^arch/powerpc/(kernel/vdso/|include/asm/vdso)")  # where VDSO32's sources are (with the 64-bit ones)
-_ARM64_COMPAT_VDSO = re.compile(r"^arch/arm64/kernel/vdso32/")  # the compat vDSO of 32-bit tasks: COMPAT kernels only
-# The commands a guest needs beyond the boot stage's (boot/runner.TOOLS: the kernel build and QEMU),
+# The commands a guest needs beyond a kernel build's (kernel/make.TOOLS) and QEMU,
 # and the Debian package or PyPI project that brings each.
 GUEST_TOOLS = {"vng": "virtme-ng (pip)", "udevadm": "udev"}
-# Architectures with no guest here, and why (measured: docs/design.md#measured-facts).
-UNBOOTABLE = {
-    "loongarch": "no loongarch guest can be booted here: Debian 12 has no LoongArch gcc and no LoongArch libc for the test "
-                 "programs, and no LoongArch kernel boots under its QEMU 7.2 without firmware (--build compiles the "
-                 "LoongArch vDSO with clang and checks its exports)",
-}
 
 
 @dataclass(frozen=True)
@@ -43,9 +33,9 @@ class Decision:
     vm: bool
     why: str  # for the report: why here
     missing: str = ""  # asked for (or called for) a VM that cannot be booted here: what is missing
-    arch: GuestArch | None = None  # the guests' architecture
+    arch: Arch | None = None  # the guests' architecture
     fix: str = ""  # with MISSING: the command that makes the guest possible, if one does
-    root: GuestArch | None = None  # with MISSING: the guest's one lack is its root (which `review guest-root` makes)
+    root: Arch | None = None  # with MISSING: the guest's one lack is its root (which `review guest-root` makes)
 
     @property
     def lacking(self) -> str:
@@ -53,17 +43,13 @@ class Decision:
         return f"{self.missing} ({'make it: ' if self.root else ''}{self.fix})" if self.fix else self.missing
 
 
-def uncovered(touched: Iterable[str], arch: GuestArch) -> Finding | None:
-    """What ARCH's guests cannot test of a series touching TOUCHED, said once: the 32-bit powerpc vDSO, which a
-    ppc64le kernel does not have (CONFIG_VDSO32 needs a 32-bit or a big-endian kernel), and arm64's compat vDSO,
-    which the guest kernel (no COMPAT) does not build and no 64-bit test program calls."""
-    if arch.name == "ppc64le" and any(_POWERPC_VDSO.match(p) for p in touched):
-        return Finding(RULE, Level.INFO, "the ppc64le guests ran the 64-bit vDSO only: a little-endian kernel has no VDSO32",
-                       hint="--arch ppc32 runs the tests in 32-bit powerpc kernels (qemu-system-ppc -M mac99), on the series' VDSO32")
-    if arch.name == "arm64" and any(_ARM64_COMPAT_VDSO.match(p) for p in touched):
-        return Finding(RULE, Level.INFO, "the arm64 guests ran the 64-bit vDSO only: their kernel has no COMPAT, so the series' "
-                       "arch/arm64/kernel/vdso32/ was neither built nor tested")
-    return None
+def uncovered(touched: Iterable[str], arch: Arch) -> Finding | None:
+    """What ARCH's guests cannot test of a series touching TOUCHED (its gaps in kernel/arches.py), said once: e.g. the
+    32-bit powerpc vDSO, which a ppc64le kernel does not have (CONFIG_VDSO32 needs a 32-bit or a big-endian kernel),
+    and arm64's compat vDSO, which the guest kernel (no COMPAT) does not build and no 64-bit test program calls."""
+    paths = list(touched)
+    gap = next((g for g in arch.gaps if any(re.match(g.path, p) for p in paths)), None)
+    return Finding(RULE, Level.INFO, gap.message, hint=gap.hint or None) if gap else None
 
 
 def kernel_paths(touched: Iterable[str]) -> list[str]:
@@ -89,25 +75,26 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
         return Decision(vm=False, why="the series changes nothing the kernel is built from")
     why = "--run-on vm" if asked == "vm" else f"the series changes the kernel ({_some(kernel)})"
     name = only[0] if only else series_arch(touched)
-    g = GUESTS.get(name) or BY_DIR.get(name)
+    g = arches.guest(name)
     if g is None:
-        unbootable = UNBOOTABLE.get(name) or UNBOOTABLE.get(TARGETS[name].srcarch if name in TARGETS else "")
-        return Decision(vm=False, why=why, missing=unbootable or f"the tool boots no {name} guests yet (its guests: {', '.join(GUESTS)})")
+        unbootable = a.unbootable if (a := arches.find(name)) else ""
+        return Decision(vm=False, why=why,
+                        missing=unbootable or f"the tool boots no {name} guests yet (its guests: {', '.join(arches.GUESTS)})")
     if not (tree / "arch" / g.srcarch / "Makefile").is_file():
         return Decision(vm=False, why=why, missing=f"{tree} is not a kernel tree with arch/{g.srcarch}/ (its kernel cannot be built)")
     tools = _tools(g)
-    if missing := [t for t in tools if tool(t) is None]:
+    if missing := [t for t in tools if _tool(t) is None]:
         return Decision(vm=False, why=why, missing=f"booting a {g.name} guest needs {', '.join(missing)}",
                         fix=install(tools[t] for t in missing))
     if firmware := [(f, pkg) for f, pkg in g.firmware if not Path(f).is_file()]:
         needs = ", ".join(f for f, _ in firmware)
         return Decision(vm=False, why=why, missing=f"booting a {g.name} guest needs QEMU's firmware {needs}",
                         fix=install(pkg for _, pkg in firmware))
-    if not g.native and not (libc := Path("/usr") / g.target.cross.rstrip("-") / "include" / "stdio.h").is_file():
+    if not g.native and not (libc := Path("/usr") / g.toolchain.cross.rstrip("-") / "include" / "stdio.h").is_file():
         return Decision(vm=False, why=why, missing=f"building the tests for {g.name} needs {libc}",
                         fix=install([f"libc6-dev-{g.deb}-cross"]))
-    if not root.ready(g):
-        return Decision(vm=False, why=why, missing=f"no {g.deb} guest root at {root.location(g)}", fix=root.command(g), root=g)
+    if not guestroot.ready(g):
+        return Decision(vm=False, why=why, missing=f"no {g.deb} guest root at {guestroot.location(g)}", fix=guestroot.command(g), root=g)
     return Decision(vm=True, why=why, arch=g)
 
 
@@ -118,9 +105,9 @@ def make_root(d: Decision, say: Callable[[str], None]) -> Decision:
 
     assert d.root is not None
     g, start = d.root, time.monotonic()
-    say(f"{d.missing}: making it, once, as `{root.command(g)}` does")
+    say(f"{d.missing}: making it, once, as `{guestroot.command(g)}` does")
     try:
-        made = root.make(g, say)
+        made = guestroot.make(g, say)
     except ConfigError as exc:
         return replace(d, missing=f"{d.missing}, and making it failed: {exc.message}", fix=exc.hint or "", root=None)
     say(f"made the {g.deb} guest root {made} in {time.monotonic() - start:.0f}s")
@@ -136,29 +123,26 @@ def install(packages: Iterable[str]) -> str:
     return "; ".join(commands + ([f"{sys.executable} -m pip install {' '.join(pip)}"] if pip else []))
 
 
-def _tools(g: GuestArch) -> dict[str, str]:
+def _tools(g: Arch) -> dict[str, str]:
     """Every command a G guest needs: vng (where it boots G) and QEMU first (what the message names first), then the rest."""
-    from reviewer.boot import runner
-    from reviewer.kernel import qemu
+    from reviewer.kernel import make
 
-    build = {t: runner.TOOLS[t] for t in runner.TOOLS if t != qemu.QEMU}
-    if g.initramfs:  # no vng: QEMU boots it with our init (vm/initramfs.py)
-        return {g.qemu: g.qemu_package, **build, **dict.fromkeys(g.target.tools(), " ".join(g.target.packages))}
+    build = make.TOOLS
+    if g.initramfs:  # no vng: QEMU boots it with our init (kernel/initramfs.py)
+        return {g.qemu: g.qemu_package, **build, **dict.fromkeys(g.toolchain.tools(), " ".join(g.toolchain.packages))}
     if g.native:
         return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **GUEST_TOOLS, **build}
-    cross = dict.fromkeys(g.target.tools(), " ".join(g.target.packages))
+    cross = dict.fromkeys(g.toolchain.tools(), " ".join(g.toolchain.packages))
     return {"vng": GUEST_TOOLS["vng"], g.qemu: g.qemu_package, **build, **cross}
 
 
-def tool(name: str) -> str | None:
-    """NAME on PATH, or beside this Python (vng comes with the tool's own virtualenv)."""
-    found = shutil.which(name)
-    if found is None and (here := Path(sys.executable).parent / name).is_file():
-        return str(here)
-    return found
+def _tool(name: str) -> str | None:
+    from reviewer.kernel import guest  # QEMU, the sandbox: loaded when a guest is asked for, not at start-up
+
+    return guest.tool(name)
 
 
-def cost(envs: Sequence[str], bench_runs: int, arch: GuestArch = GUESTS["x86_64"]) -> str:
+def cost(envs: Sequence[str], bench_runs: int, arch: Arch = X86_64) -> str:
     """What the tests in guests will take, roughly (2 cores; docs/design.md#measured-facts and bench/vm_cost.py)."""
     bench = (f"; a benchmark boots once per run and tree, {bench_runs} run(s) a tree, each running bench-single in "
              f"every environment ({len(envs)}), about {arch.bench_minutes} min each under TCG") if bench_runs else ""
@@ -183,11 +167,10 @@ class Prepared:
 
 
 def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache: Path, timeout: float,
-            progress: Progress = QUIET, arch: GuestArch = GUESTS["x86_64"]) -> Prepared:
+            progress: Progress = QUIET, arch: Arch = X86_64) -> Prepared:
     """The guest kernel of each tree's commit (checked out from the repository GIT), built in CACHE or
     found there; what a tree's build broke, and the fragment's symbols the configuration did not keep."""
-    from reviewer.kernel import kconfig, srctree
-    from reviewer.vm import kernel
+    from reviewer.kernel import guestkernel, kconfig, srctree
 
     images: dict[str, Path | None] = {}
     runs: list[TestRun] = []
@@ -197,8 +180,7 @@ def kernels(git: Path, commits: dict[str, str], fragment: tuple[str, ...], cache
     with srctree.locked(cache):
         for label, commit in commits.items():
             progress.advance(f"build the {label} kernel for the tests (vm)")
-            side = kernel.build(git, commit, label, fragment, cache, timeout, arch)
-            b = side.build
+            b = guestkernel.build(git, commit, fragment, cache, timeout, arch)
             images[label] = b.image if b.ok else None
             runs.append(TestRun("vm:kernel-build", label, "-", _result(ok=b.ok), b.seconds, b.error, b.log,
                                 where=f"built {commit[:12]} {arch.name}"))

@@ -3,7 +3,7 @@
 For an architecture virtme-ng cannot boot and Debian has no bash or busybox for (32-bit powerpc,
 riscv64; and s390x, which needs no more),
 the guest's whole userspace is an initramfs (a newc cpio) holding the jobs' directories, as the
-host built them (static programs: arches.GuestArch.test_vars), at their own paths, and our own
+host built them (static programs: arches.Arch.test_vars), at their own paths, and our own
 static /init (guest_init.c, cross-compiled per boot: it is ours, not the series'), which runs
 each job as guest.script's bash would (what a job leaves running is killed, counted and named)
 and powers off. The results come over the serial console,
@@ -27,15 +27,12 @@ import time
 from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from reviewer.kernel import qemu
+from reviewer.kernel.arches import Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run import private
 from reviewer.run.sandbox import YEAR, Sandbox, read_untrusted
-from reviewer.vm.arches import GuestArch
-
-if TYPE_CHECKING:
-    from reviewer.vm.guest import Job
 
 INIT_SOURCE = "guest_init.c"
 MEMORY_MB = 512
@@ -52,7 +49,7 @@ class TooLarge(Exception):
     pass
 
 
-def command(arch: GuestArch, image: Path, initrd: Path) -> list[str]:
+def command(arch: Arch, image: Path, initrd: Path) -> list[str]:
     """QEMU booting IMAGE with INITRD: the console (and the results in it) on stdout, no network."""
     return [arch.qemu, "-M", arch.machine, *arch.qemu_args, "-m", str(MEMORY_MB), "-display", "none", "-monitor", "none",
             "-nic", "none", "-no-reboot", "-serial", "stdio", "-kernel", str(image), "-initrd", str(initrd),
@@ -72,10 +69,10 @@ def jobs_file(jobs: Sequence[Job], kill_after: int) -> tuple[str, list[int]]:
     return "".join(f"{ln}\n" for ln in lines), bad
 
 
-def compile_init(arch: GuestArch, out: Path) -> str:
+def compile_init(arch: Arch, out: Path) -> str:
     """guest_init.c built static for ARCH into OUT; what failed, or ""."""
-    source = resources.files("reviewer.vm").joinpath(INIT_SOURCE).read_text()
-    cc = f"{arch.target.cross}gcc"
+    source = resources.files("reviewer.kernel").joinpath(INIT_SOURCE).read_text()
+    cc = f"{arch.toolchain.cross}gcc"
     try:
         done = subprocess.run([cc, "-static", "-O2", "-o", str(out), "-x", "c", "-"], input=source, capture_output=True,
                               text=True, timeout=COMPILE_TIMEOUT, check=False)
@@ -189,9 +186,9 @@ def console_of(text: str) -> str:
     return "".join(ln for ln in text.splitlines(keepends=True) if not _OURS.search(ln))
 
 
-def run(image: Path, jobs: Sequence[Job], sandbox: Sandbox, arch: GuestArch, limit: float, kill_after: int,
+def run(image: Path, jobs: Sequence[Job], sandbox: Sandbox, arch: Arch, limit: float, kill_after: int,
         log: Path | None = None) -> tuple[list[Result | None], str, float, bool, int | None]:
-    """Boot IMAGE once with an initramfs of JOBS (guest.Job); per job its Result or None, the console, the seconds,
+    """Boot IMAGE once with an initramfs of JOBS (jobs.Job); per job its Result or None, the console, the seconds,
     whether it was killed at LIMIT, and QEMU's exit status (None: never started)."""
     sandbox.scratch.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="guest-", dir=sandbox.scratch) as tmp:

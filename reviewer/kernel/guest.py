@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import shutil
 import sys
 import tempfile
 import time
@@ -20,15 +21,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from reviewer.kernel import qemu
+from reviewer.kernel import guestroot, initramfs, qemu
+from reviewer.kernel.arches import X86_64, Arch
+from reviewer.kernel.jobs import Job
 from reviewer.run import private
 from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
 from reviewer.run.sandbox import Sandbox, read_untrusted
-from reviewer.vm import root, tool
-from reviewer.vm.arches import GUESTS, GuestArch
 
 VNG = "vng"
-NATIVE = GUESTS["x86_64"]
+NATIVE = X86_64
 BOOT_ALLOWANCE = {"kvm": 60.0, "tcg": 180.0}  # seconds to reach the first job, on top of the jobs' own timeouts
 KILL_AFTER = 5  # seconds between `timeout`'s TERM and its KILL, per job
 MEMORY = "1G"
@@ -36,14 +37,6 @@ COPY_TIMEOUT = 120.0  # seconds to copy a test directory into another architectu
 _STATUS = re.compile(r"^(?P<rc>\d+) (?P<start>\d+) (?P<end>\d+)$")
 MARK = "REVIEWER_JOB"  # in the environment of every process a job starts: what tells its leftovers (script())
 SHOWN_LEFT = 8  # of the processes a job left, those named in the report
-
-
-@dataclass(frozen=True)
-class Job:
-    cwd: Path  # the test's directory (the same path in the guest: the tree is shared)
-    argv: tuple[str, ...]  # as kselftest's runner starts it, relative to CWD
-    env: str  # plain | timens (run/sandbox.ENVS: the same namespaces, made inside the guest)
-    timeout: float
 
 
 @dataclass(frozen=True)
@@ -119,10 +112,10 @@ def script(jobs: Sequence[Job], results: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str, arch: GuestArch = NATIVE,
+def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str, arch: Arch = NATIVE,
             root: Path | None = None) -> list[str]:
     """vng booting IMAGE to run SCRIPT_PATH (its path in the guest), SHARED read-write (the trees and the
-    results; inside ROOT when the guest has its own), under ACCEL; another ARCH boots ROOT (vm/root.py)."""
+    results; inside ROOT when the guest has its own), under ACCEL; another ARCH boots ROOT (kernel/guestroot.py)."""
     vng = tool(VNG) or VNG
     kvm = ["--disable-kvm"] if accel == "tcg" else []
     foreign = ["--arch", arch.deb, "--root", str(root)] if root is not None else []
@@ -131,21 +124,19 @@ def command(image: Path, script_path: Path, shared: Sequence[Path], accel: str, 
             "--exec", f"bash {shlex.quote(str(script_path))}"]
 
 
-def accel_for(image: Path, arch: GuestArch = NATIVE) -> str:
+def accel_for(image: Path, arch: Arch = NATIVE) -> str:
     """kvm when it really boots a guest here (boot/qemu's probe), else tcg; always tcg for another architecture."""
     return "kvm" if arch.native and qemu.kvm_works(image) else "tcg"
 
 
 def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbox, *, boot_timeout: float | None = None,
-        log: Path | None = None, arch: GuestArch = NATIVE) -> GuestRun:
+        log: Path | None = None, arch: Arch = NATIVE) -> GuestRun:
     """Boot IMAGE once and run JOBS in it (TREES shared read-write with the guest; for another ARCH, copies of
     the jobs' directories in a copy of its root); never raises for what the guest does. The wall clock is
     bounded by the jobs' timeouts plus the time a boot may take."""
     accel = accel_for(image, arch)
     limit = (boot_timeout or BOOT_ALLOWANCE[accel]) + sum(j.timeout + KILL_AFTER + 1 for j in jobs)
     if arch.initramfs:
-        from reviewer.vm import initramfs
-
         got, console, seconds, timed_out, rc = initramfs.run(image, jobs, sandbox, arch, limit, KILL_AFTER, log)
         ran = tuple(None if g is None else _ran(job, *g) for job, g in zip(jobs, got, strict=True))
         return GuestRun(ran, console, seconds, timed_out, accel, rc, runner=arch.qemu)
@@ -155,7 +146,7 @@ def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbo
         groot = None if arch.native else Path(tmp) / "root"
         seen, shared, writable = results, [*trees, results], tuple(trees)  # where the host reads, vng's rwdirs
         if groot is not None:
-            copies = root.prepare(arch, groot, [*dict.fromkeys(j.cwd for j in jobs), results])
+            copies = guestroot.prepare(arch, groot, [*dict.fromkeys(j.cwd for j in jobs), results])
             seen, shared, writable = copies[results], list(copies.values()), ()
             if failed := _copy_in(copies, results, sandbox, Path(tmp)):
                 return GuestRun((None,) * len(jobs), f"reviewer: the {arch.name} guest was not started: {failed}\n", 0.0,
@@ -175,6 +166,14 @@ def run(image: Path, jobs: Sequence[Job], trees: Sequence[Path], sandbox: Sandbo
         private.make_dir(log.parent)
         private.write_private(log, done.output.encode())
     return GuestRun(ran, done.output, seconds, done.timed_out, accel, done.returncode)
+
+
+def tool(name: str) -> str | None:
+    """NAME on PATH, or beside this Python (vng comes with the tool's own virtualenv)."""
+    found = shutil.which(name)
+    if found is None and (here := Path(sys.executable).parent / name).is_file():
+        return str(here)
+    return found
 
 
 def _copy_in(copies: dict[Path, Path], results: Path, sandbox: Sandbox, tmp: Path) -> str:

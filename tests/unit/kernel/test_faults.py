@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reviewer.kernel import guest
+from reviewer.kernel.jobs import Job
 from reviewer.model import Level
 from reviewer.selftests import inguest
-from reviewer.vm import guest
 
-JOB = guest.Job(Path("/t"), ("./x",), "plain", 45)
+JOB = Job(Path("/t"), ("./x",), "plain", 45)
 PANIC = """virtme-ng-init: starting script
 reviewer-guest: start
 reviewer-guest: job 0
