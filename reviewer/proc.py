@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from reviewer import private
 from reviewer.errors import CommandError
-from reviewer.run import private
 
 DEFAULT_TIMEOUT = 120.0
 

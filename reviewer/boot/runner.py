@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import hostload, model
+from reviewer import hostload, model, private
 from reviewer.boot import ab
 from reviewer.boot.intests import InTest, relevant, symbols
 from reviewer.errors import SelftestError, UsageError
@@ -18,7 +18,6 @@ from reviewer.kernel import images, kconfig, make, qemu, srctree
 from reviewer.kernel.arches import X86_64
 from reviewer.model import BenchResult, Finding, TestRun
 from reviewer.progress import QUIET, Progress
-from reviewer.run import private
 from reviewer.tree.git import common_dir
 from reviewer.verdict import BENCH_RUNS
 

@@ -21,10 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from reviewer import private
 from reviewer.kernel import guestroot, initramfs, qemu
 from reviewer.kernel.arches import X86_64, Arch
 from reviewer.kernel.jobs import Job
-from reviewer.run import private
 from reviewer.run.sandbox import ENVS as SANDBOX_ENVS
 from reviewer.run.sandbox import Sandbox, read_untrusted
 

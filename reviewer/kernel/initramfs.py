@@ -28,10 +28,10 @@ from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 
+from reviewer import private
 from reviewer.kernel import qemu
 from reviewer.kernel.arches import Arch
 from reviewer.kernel.jobs import Job
-from reviewer.run import private
 from reviewer.run.sandbox import YEAR, Sandbox, read_untrusted
 
 INIT_SOURCE = "guest_init.c"

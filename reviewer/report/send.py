@@ -26,11 +26,11 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from reviewer import config
+from reviewer import config, private
 from reviewer.errors import CommandError, ConfigError, ExitStatus, ReviewerError
 from reviewer.proc import run
 from reviewer.report.message import POLICY, as_bytes, invented_parent
-from reviewer.run import deadline, private
+from reviewer.run import deadline
 from reviewer.store import dirs
 from reviewer.tree import git as tree_git
 

@@ -20,11 +20,11 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from reviewer import ktap
+from reviewer import ktap, private
 from reviewer.kernel import guestroot
 from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
-from reviewer.run import ending, private
+from reviewer.run import ending
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import bench, inguest
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef

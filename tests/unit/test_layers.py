@@ -77,7 +77,7 @@ def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
 
 # Import cycles (files, and packages) left to their owners: cli/review.py imports cli/commands.py for its sub-commands,
 # which import its options back; proc.py makes private directories with run/, whose sandbox runs through proc.py.
-KNOWN_CYCLES = [["reviewer.cli.commands", "reviewer.cli.review"], ["reviewer.proc", "reviewer.run"]]
+KNOWN_CYCLES = [["reviewer.cli.commands", "reviewer.cli.review"]]
 
 
 def _graph(unit: Callable[[str], str]) -> dict[str, set[str]]:

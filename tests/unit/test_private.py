@@ -8,10 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import ktap
+from reviewer import ktap, private
 from reviewer.model import TestRun
 from reviewer.report import send as mail
-from reviewer.run import private
 from reviewer.selftests.stage import save_logs
 
 
