@@ -23,7 +23,8 @@ from reviewer.cli.review import (
     status_of,
 )
 from reviewer.errors import ApplyError, ExitStatus, SelftestError, UsageError
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
+from reviewer.request import ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 
 sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, context_settings=HELP_OPTIONS)
 
@@ -56,8 +57,8 @@ def demo_command(*, fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, c
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the
         # kernel's makes 25,000,000 calls per figure).
-        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree, run_tests=True,
-                          envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
+        tests = SelftestOptions(run=True, envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
+        request = ReviewRequest(SourceOptions(target=str(mbox), cwd=mbox.parent, tree=tree), selftests=tests, run=RunOptions(debug=debug))
         result, error = run(request, fmt, color=color)
     finish(result, error, fmt=fmt, color=color)
 
@@ -121,7 +122,7 @@ def pre_push_command(
     for push in hook.pushes(top, remote, sys.stdin.read().splitlines()):
         since = f", the commits since {push.since}" if push.since else ""
         print(f"review: checking {push.ref} ({push.spec}{since}) before pushing to {remote}", file=sys.stderr)
-        result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
+        result, error = review(ReviewRequest(SourceOptions(target=push.spec, cwd=top, tree=top), selftests=SelftestOptions(no_tests=True)))
         if reportable(result, error):
             report(result, Format.TERMINAL, color=None)
         if error is not None and not isinstance(error, (ApplyError, SelftestError)):

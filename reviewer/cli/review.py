@@ -21,9 +21,10 @@ import typer.main
 
 from reviewer.errors import ApplyError, ConfigError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
 from reviewer.model import Finding, Level, Review
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.progress import QUIET, Display, Progress
 from reviewer.report import email as reply_mail
+from reviewer.request import BootOptions, BuildOptions, CheckOptions, ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
 from reviewer.series import target as targets
 from reviewer.verdict import BENCH_RUNS
@@ -271,17 +272,16 @@ def main_command(  # keyword-only: typer passes every option by name
         sender = mail.sender(cwd)
         transport = mail.transport(cwd) if send else None
     with _target(target, cwd, fmt) as resolved:
-        request = Request(target=resolved, cwd=cwd, revision=revision, debug=debug,
-                          tree=tree.resolve() if tree else of_range, tree_of_range=of_range is not None, base=base,
-                          lore_url=lore_url, no_cache=no_cache, offline=offline,
-                          run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
-                          envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
-                          build=build, build_timeout=build_timeout, arches=_arches(arch),
-                          boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout, test_timeout=test_timeout,
-                          run_on=_run_on(run_on),
-                          log_dir=log_dir.resolve() if log_dir else None,
-                          test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
-                          checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
+        source = SourceOptions(target=resolved, cwd=cwd, revision=revision, tree=tree.resolve() if tree else of_range,
+                               tree_of_range=of_range is not None, base=base, lore_url=lore_url, no_cache=no_cache, offline=offline)
+        checks = CheckOptions(rules_dirs=tuple(p.resolve() for p in rules or []), checkpatch=not no_checkpatch,
+                              checkpatch_strict=checkpatch_strict, codespell=codespell)
+        selftests = SelftestOptions(run=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests, envs=_envs(env),
+                                    bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
+                                    test_timeout=test_timeout, run_on=_run_on(run_on), test_env=_pairs(test_env or []))
+        request = ReviewRequest(source, checks, selftests, BuildOptions(build, build_timeout, _arches(arch)),
+                                BootOptions(boot, _boot_envs(boot_env), boot_timeout),
+                                RunOptions(debug, log_dir.resolve() if log_dir else None))
         if fmt in B4_FORMATS:
             _b4_check(request, fmt, strict=strict)
         result, error = run(request, fmt, color=color)
@@ -498,7 +498,7 @@ def _pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, _, v in (i.partition("=") for i in items))
 
 
-def _b4_check(request: Request, fmt: Format, *, strict: bool) -> NoReturn:
+def _b4_check(request: ReviewRequest, fmt: Format, *, strict: bool) -> NoReturn:
     """b4's per-patch / series check: review the series around the message on stdin, report on that message."""
     from reviewer.report import b4check
     from reviewer.series import fetch
@@ -506,11 +506,11 @@ def _b4_check(request: Request, fmt: Format, *, strict: bool) -> NoReturn:
     data = sys.stdin.buffer.read()
     if not data.strip():
         raise InputError("stdin: empty input, no mail in it", "b4 passes one message on standard input")
-    ctx = b4check.context(request.cwd, data)
+    ctx = b4check.context(request.source.cwd, data)
     with tempfile.TemporaryDirectory(prefix="reviewer-b4check-") as scratch:
         path = Path(scratch) / "series.mbox"
         path.write_bytes(ctx.mbox)
-        result, error = review(replace(request, target=str(path)))
+        result, error = review(replace(request, source=replace(request.source, target=str(path))))
     if not reportable(result, error):
         assert error is not None
         raise error
@@ -586,7 +586,7 @@ def exit_for(result: Review, error: ReviewerError | None, *, strict: bool) -> No
     raise typer.Exit(status_of(result.findings, strict=strict))
 
 
-def run(request: Request, fmt: Format, *, color: bool | None) -> tuple[Review, ReviewerError | None]:
+def run(request: ReviewRequest, fmt: Format, *, color: bool | None) -> tuple[Review, ReviewerError | None]:
     return review(request, progress_display(fmt, color=color))
 
 

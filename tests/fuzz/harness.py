@@ -23,10 +23,11 @@ from reviewer.cli import _one_line
 from reviewer.cli.review import exit_for, reportable
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import Review
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import email as reply_mail
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.request import ReviewRequest, SourceOptions
 from tests.fuzz.corpus import Case
 
 _REPLY = reply_mail.ReplyOptions("Fuzz Reviewer <fuzz@example.org>", date=dt.datetime(2024, 9, 1, tzinfo=dt.UTC),
@@ -80,7 +81,7 @@ def run(case: Case, root: Path, tree: Path | None = None, timeout: float = TIMEO
     target = case.write(root) if case.target != "-" else Path("-")
     try:
         with _deadline(timeout), _stdin(case.stdin):
-            result, error = review(Request(target=str(target), cwd=root, tree=tree if case.tree else None))
+            result, error = review(ReviewRequest(SourceOptions(target=str(target), cwd=root, tree=tree if case.tree else None)))
             if reportable(result, error):
                 reports(result)
         exit_for(result, error, strict=False)
