@@ -2,7 +2,7 @@
 
 The pipeline and the report builders the CLI calls (JSON, terminal, the reply mail) are run
 on the case; an exception escaping any of them is what the CLI turns into exit 70. The exit
-status otherwise comes from the CLI's own mapping (reviewer.cli.review.exit_for).
+status otherwise comes from the application's (reviewer.app: Reviewed.status, the error that stopped it).
 """
 from __future__ import annotations
 
@@ -16,11 +16,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
+from reviewer import app
 from reviewer.cli import _one_line
-from reviewer.cli.review import exit_for, reportable
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import Review
 from reviewer.pipeline import review
@@ -81,19 +80,17 @@ def run(case: Case, root: Path, tree: Path | None = None, timeout: float = TIMEO
     target = case.write(root) if case.target != "-" else Path("-")
     try:
         with _deadline(timeout), _stdin(case.stdin):
-            result, error = review(ReviewRequest(SourceOptions(target=str(target), cwd=root, tree=tree if case.tree else None)))
-            if reportable(result, error):
-                reports(result)
-        exit_for(result, error, strict=False)
+            done = app.reviewed(*review(ReviewRequest(SourceOptions(target=str(target), cwd=root, tree=tree if case.tree else None))))
+            reports(done.review)
+        if done.error is not None:
+            raise done.error
     except _Hung:
         return Outcome(HUNG, f"did not end within {timeout:g} s")
-    except typer.Exit as exc:
-        return Outcome(exc.exit_code)
     except ReviewerError as exc:
         return Outcome(int(exc.status), _one_line(exc.message))
     except Exception as exc:  # what cli.main reports as an internal error
         return Outcome(int(ExitStatus.INTERNAL), _where(exc))
-    raise AssertionError("exit_for returned")  # it always raises
+    return Outcome(int(done.status()))
 
 
 def reports(result: Review) -> None:
