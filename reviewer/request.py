@@ -93,11 +93,3 @@ class ReviewRequest:
     build: BuildOptions = field(default_factory=BuildOptions)
     boot: BootOptions = field(default_factory=BootOptions)
     run: RunOptions = field(default_factory=RunOptions)
-
-    @property
-    def tree(self) -> Path | None:
-        return self.source.tree
-
-    @property
-    def cwd(self) -> Path:
-        return self.source.cwd
