@@ -1,9 +1,9 @@
 """The wheel's build step: put the shipped rules and the demo's fixtures into the package.
 
 They live at the top of the clone (rules/, fixtures/), where `pip install -e .` reads them in
-place (reviewer/rules/__init__.py, reviewer/cli/demo.py); a built wheel gets copies of them:
+place (reviewer/rules/__init__.py, reviewer/demo.py); a built wheel gets copies of them:
   reviewer/rules/shipped/   rules/*.toml and rules/README.md
-  reviewer/cli/demo_data/   the demo series (one mbox) and kernel-mini.tar, the demo's tree
+  reviewer/demo_data/       the demo series (one mbox) and kernel-mini.tar, the demo's tree
 The tree is a tar because a wheel cannot hold a symlink (tools/arch/x86/vdso is one) and the
 demo's base commit, which the series' base-commit: names, depends on every file's mode and kind.
 The rest of fixtures/ is test data and stays out.
@@ -72,7 +72,7 @@ class BuildPy(build_py):
         check_sources()
         lib = Path(self.build_lib) / "reviewer"
         ship_rules(lib / "rules" / "shipped")
-        ship_demo(lib / "cli" / "demo_data")
+        ship_demo(lib / "demo_data")
 
 
 class Sdist(sdist):

@@ -1,4 +1,4 @@
-"""review(request) -> Review: run the stages in order; a failed stage stops the later ones.
+"""review(ReviewRequest) -> (Review, the error that stopped it): run the stages in order; a failed stage stops the later ones.
 
 Stages: load (read the input, thread it with b4) -> parse (diffs with unidiff) ->
 check (rules and checks) -> apply (isolated worktree) -> selftests (base vs patched).
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from reviewer import config
 from reviewer.apply import base as apply_base
 from reviewer.checks import CHECKS, merge, noise, run_checks
-from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError
+from reviewer.errors import ApplyError, ConfigError, ReviewerError, SelftestError, UsageError
 from reviewer.model import (
     SLOWER_THAN,
     ApplyResult,
@@ -38,63 +38,26 @@ from reviewer.model import (
     slower_than,
 )
 from reviewer.progress import QUIET, Progress
+from reviewer.request import ReviewRequest, SourceOptions
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
-from reviewer.run.sandbox import MAX_TEST_SECONDS
 from reviewer.series import target as targets
 from reviewer.series.patchparse import ParsedDiff, read_diff
 from reviewer.store import threads as cache
 from reviewer.tree import git as tree_git
 from reviewer.tree.base import GitBaseTree
-from reviewer.verdict import BENCH_RUNS
 
 # The stages that need a kernel tree import their modules when they run: a review without a
 # tree (the most common, and b4 am's rival) does not pay for them at start-up.
 if TYPE_CHECKING:
     from reviewer import kernelscripts
     from reviewer.apply import cache as applycache
-    from reviewer.kernel.arches import Arch as GuestArch
+    from reviewer.kernel.arches import Arch
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests.choose import Chosen
     from reviewer.store import results as resultcache
 
-
-
-@dataclass(frozen=True)
-class Request:
-    target: str
-    cwd: Path = field(default_factory=Path.cwd)
-    revision: int | None = None
-    debug: bool = False
-    tree: Path | None = None  # the user's kernel git tree, for the apply stage
-    tree_of_range: bool = False  # TREE was not given: it is the kernel tree the git range TARGET is in (target.range_tree)
-    base: str | None = None  # --base REF overrides the series' base-commit
-    lore_url: str | None = None  # --lore-url: the public-inbox archive to fetch Message-IDs from
-    no_cache: bool = False  # --no-cache: refetch even a freshly cached thread
-    offline: bool = False  # --offline: only the thread cache, never the network
-    run_tests: bool = False  # build and run the relevant selftests (code from the series!)
-    tests: tuple[str, ...] | None = None  # --tests: exactly these (implies run_tests)
-    no_tests: bool = False  # --no-tests: do not even list them
-    envs: tuple[str, ...] = ("plain",)
-    bench_runs: int = BENCH_RUNS  # verdict.py: the fewest runs a side that can give a verdict
-    slower_than: float | None = None  # --slower-than; None: model.slower_than()'s default for where the benchmarks ran
-    test_env: tuple[tuple[str, str], ...] = ()  # extra environment for tests and benchmarks
-    test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: the longest one selftest may run, whatever its settings file asks
-    run_on: str = "auto"  # --run-on: host | vm | auto (vm when the series changes the kernel)
-    rules_dirs: tuple[Path, ...] = ()  # --rules DIR: more rule files, after the shipped ones
-    benchmarks: tuple[str, ...] = ()  # --bench: opt-in benchmarks to run too
-    build: bool = False  # --build: compile the series patch by patch for the arches it touches
-    build_timeout: float = 1800.0  # --build-timeout: wall clock for the whole build stage
-    arches: tuple[str, ...] = ()  # --arch: build targets instead of the series' own
-    boot: bool = False  # --boot: build and boot base and patched kernels for in-kernel tests
-    boot_envs: tuple[str, ...] = ("plain",)  # plain | debug
-    boot_timeout: float = 300.0  # wall clock per boot
-    checkpatch: bool = True  # with a tree: the tree's scripts/checkpatch.pl (--no-checkpatch)
-    checkpatch_strict: bool = False  # checkpatch.pl --strict (CHECK reports, as info)
-    codespell: bool = False  # checkpatch.pl --codespell
-    log_dir: Path | None = None  # --log-dir: where the run's log directory goes (else reviewer.logDir, else $XDG_STATE_HOME)
-    run_stamp: str = field(default_factory=config.run_stamp)  # names the run's log directory: <UTC time>-<pid>
 
 
 P = TypeVar("P", covariant=True)  # Done[None] (a skip) is a Done[Path | None]
@@ -165,18 +128,18 @@ class _Run:
                       self.benchmarks, self.boot, self.builds, self.slower_than)
 
 
-def review(request: Request, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
+def review(request: ReviewRequest, progress: Progress | None = None) -> tuple[Review, ReviewerError | None]:
     """Run every stage; return the review and the error that stopped it, if any."""
     with ExitStack() as stack:
-        run = _Run(stack, slower_than(request.slower_than, ""), progress=progress or QUIET)
+        run = _Run(stack, slower_than(request.selftests.slower_than, ""), progress=progress or QUIET)
         try:
             _configure(run, request)
         except ConfigError as exc:
             return run.review(), exc
-        if request.tree is not None:  # what killed runs left registered in the tree, before any stage adds to it
+        if request.source.tree is not None:  # what killed runs left registered in the tree, before any stage adds to it
             from reviewer.apply import worktree
 
-            worktree.sweep(request.tree)
+            worktree.sweep(request.source.tree)
         try:
             _stages(run, request, progress)
         except _Stopped as stop:
@@ -184,9 +147,9 @@ def review(request: Request, progress: Progress | None = None) -> tuple[Review, 
         return run.review(), None
 
 
-def _stages(run: _Run, request: Request, progress: Progress | None) -> None:
+def _stages(run: _Run, request: ReviewRequest, progress: Progress | None) -> None:
     """The stages in order, each given what the earlier ones returned; _Stopped at the first that fails."""
-    series = _stage(run, "load", lambda: _load(run, request), progress)
+    series = _stage(run, "load", lambda: _load(run, request.source, debug=request.run.debug), progress)
     series = _stage(run, "parse", lambda: _parse(run, series), progress)
     base = _stage(run, "check", lambda: _check(run, request, series), progress)
     if base is None:
@@ -201,19 +164,19 @@ def _stages(run: _Run, request: Request, progress: Progress | None) -> None:
     _stage(run, "boot", lambda: _boot(run, request, series, base, patched), progress)
 
 
-def _configure(run: _Run, request: Request) -> None:
+def _configure(run: _Run, request: ReviewRequest) -> None:
     """Config and rule files are validated before anything is fetched or touched."""
-    run.config = config.load(request.cwd, request.tree)
-    for folder in (RULES_DIR, *run.config.rule_dirs, *request.rules_dirs):
+    run.config = config.load(request.source.cwd, request.source.tree)
+    for folder in (RULES_DIR, *run.config.rule_dirs, *request.checks.rules_dirs):
         run.rules += load_rules(Path(folder))
     if run.config.disable or run.config.levels:
         from reviewer import kernelscripts
 
         config.validate_ids(run.config, [*(r.id for r in run.rules), *CHECKS, *kernelscripts.IDS, *PARSE_IDS, BUILD_ID])
-    if request.tree is not None and (request.run_tests or request.tests or request.boot):
+    if request.source.tree is not None and (request.selftests.wanted or request.boot.run):
         # Where the selftests and boots keep their logs: a parent that cannot be made or written fails now,
         # not after the fetch and the builds (the run's own directory is made only when there is a log to keep).
-        config.run_log_dir(run.config, request.log_dir, request.run_stamp)
+        config.run_log_dir(run.config, request.run.log_dir, request.run.stamp)
 
 
 def _stage(run: _Run, name: str, step: Callable[[], Done[Q]], progress: Progress | None) -> Q:
@@ -231,13 +194,16 @@ def _stage(run: _Run, name: str, step: Callable[[], Done[Q]], progress: Progress
     return done.payload
 
 
-def _load(run: _Run, request: Request) -> Done[Series]:
-    target = targets.classify(request.target, request.cwd)
-    remote = targets.Remote(request.lore_url, request.no_cache, request.offline, run.config.lore_url, run.config.cache_minutes)
-    s = run.series = targets.load(target, request.cwd, request.revision, debug=request.debug, remote=remote)
+def _load(run: _Run, source: SourceOptions, *, debug: bool) -> Done[Series]:
+    """The series SOURCE names (its target already resolved: reviewer.app reads a b4 prep branch)."""
+    if source.target is None:
+        raise UsageError("no TARGET given", "give an mbox, a directory, a git range or a Message-ID; see review --help")
+    target = targets.classify(source.target, source.cwd)
+    remote = targets.Remote(source.lore_url, source.no_cache, source.offline, run.config.lore_url, run.config.cache_minutes)
+    s = run.series = targets.load(target, source.cwd, source.revision, debug=debug, remote=remote)
     if s.pull_request is not None:
         return ok(f"{target.kind}: a pull request of {s.pull_request.ref}" + ("" if s.patches else ", no diff in the mail"), s)
-    of_range = f"; --tree {request.tree}: the kernel tree the range is in" if request.tree_of_range else ""
+    of_range = f"; --tree {source.tree}: the kernel tree the range is in" if source.tree_of_range else ""
     return ok(f"{target.kind}: v{s.version}, {len(s.patches)} of {s.total} patches{of_range}", s)
 
 
@@ -273,41 +239,42 @@ def _diff_findings(patch: Patch, parsed: ParsedDiff) -> list[Finding]:
     return []
 
 
-def _check(run: _Run, request: Request, series: Series) -> Done[_Base | None]:
+def _check(run: _Run, request: ReviewRequest, series: Series) -> Done[_Base | None]:
     """The rules and checks; with a tree, the base is chosen first (the rules read its files) and returned."""
     chosen = None
-    if request.tree is not None:
-        if not tree_git.is_git_tree(request.tree):  # the CLI checks it up front; a library caller may not have
-            raise ConfigError(f"--tree {request.tree}: not a git repository", "point --tree at a kernel git checkout")
-        commit, source = apply_base.choose_base(request.tree, series, request.base)
-        chosen = _Base(commit, source, GitBaseTree(request.tree, commit))
-        if request.tests and not request.no_tests:  # a name the tree lacks is a usage error, before anything is applied
+    if request.source.tree is not None:
+        if not tree_git.is_git_tree(request.source.tree):  # the CLI checks it up front; a library caller may not have
+            raise ConfigError(f"--tree {request.source.tree}: not a git repository", "point --tree at a kernel git checkout")
+        commit, source = apply_base.choose_base(request.source.tree, series, request.source.base)
+        chosen = _Base(commit, source, GitBaseTree(request.source.tree, commit))
+        if request.selftests.tests and not request.selftests.no_tests:  # a name the tree lacks is a usage error, before anything is applied
             from reviewer.selftests import known
 
-            known.check(request.tests, chosen.tree, series)
+            known.check(request.selftests.tests, chosen.tree, series)
     base = chosen.tree if chosen else None
     found = [*run_checks(series, base), *evaluate(run.rules, series, base)]
-    scripts = _kernel_scripts(run, request, series, request.tree) if request.tree is not None else None
+    scripts = _kernel_scripts(run, request, series, request.source.tree) if request.source.tree is not None else None
     reported = noise.drop([*found, *(scripts.findings if scripts else ())], series, base)
     run.findings.extend(merge.merge(config.apply(run.config, reported)))
     note = f"; {scripts.note}" if scripts and scripts.note else ""
     return ok(f"{len(CHECKS)} checks, {len(run.rules)} rules, {len(run.findings)} findings{note}", chosen)
 
 
-def _kernel_scripts(run: _Run, request: Request, series: Series, tree: Path) -> kernelscripts.ScriptFindings:
+def _kernel_scripts(run: _Run, request: ReviewRequest, series: Series, tree: Path) -> kernelscripts.ScriptFindings:
     """The tree's checkpatch.pl and get_maintainer.pl, when a tree is given."""
     from reviewer import kernelscripts
 
-    options = kernelscripts.Options(request.checkpatch, request.checkpatch_strict, request.codespell, run.config.checkpatch_ignore,
+    checks = request.checks
+    options = kernelscripts.Options(checks.checkpatch, checks.checkpatch_strict, checks.codespell, run.config.checkpatch_ignore,
                                     cache=_result_policy(run, request))
     return kernelscripts.review(series, tree, options)
 
 
-def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[Path | None]:
+def _apply(run: _Run, request: ReviewRequest, series: Series, chosen: _Base) -> Done[Path | None]:
     """The series applied in a worktree of the tree: returns the worktree (None: nothing to apply)."""
     from reviewer.apply import cache as applycache
 
-    assert request.tree is not None
+    assert request.source.tree is not None
     if not series.patches and (pull := series.pull_request) is not None:
         return skipped(f"a pull request without a diff; nothing to apply (git fetch {pull.url} {pull.ref})")
     base, source = chosen.commit, chosen.source
@@ -317,9 +284,9 @@ def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[P
         run.findings.append(Finding("apply-base", Level.INFO if source == "guess" else Level.WARNING, f"{why}; {where} {base[:12]}",
                                     hint="authors: send with `git format-patch --base=auto` or b4"))
     # A cached outcome when only listings follow (no selftests run, no boot): no worktree then.
-    tree, policy = request.tree, _result_policy(run, request)
+    tree, policy = request.source.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
-    build = bool(request.run_tests or request.tests or request.boot)  # --build reads only the commits: narrow will do
+    build = bool(request.selftests.wanted or request.boot.run)  # --build reads only the commits: narrow will do
     patched, results, cached, run.head = applycache.apply(tree, base, series, policy, reuse=not build,
                                                 stack=run.stack, open_worktree=lambda: _worktree(run, series, tree, base, build=build))
     run.apply = ApplyResult(base, source, results)
@@ -330,11 +297,11 @@ def _apply(run: _Run, request: Request, series: Series, chosen: _Base) -> Done[P
     return ok(f"{len(results)} patches applied to {base[:12]} ({source}){' (cached)' if cached else ''}", patched)
 
 
-def _result_policy(run: _Run, request: Request) -> resultcache.CacheUse:
+def _result_policy(run: _Run, request: ReviewRequest) -> resultcache.CacheUse:
     """--no-cache recomputes (and stores); git config reviewer.resultCache false neither reads nor stores."""
     from reviewer.store import results as resultcache
 
-    return resultcache.CacheUse.of(no_cache=request.no_cache, enabled=run.config.result_cache is not False)
+    return resultcache.CacheUse.of(no_cache=request.source.no_cache, enabled=run.config.result_cache is not False)
 
 
 def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool = True) -> AbstractContextManager[Path]:
@@ -347,7 +314,7 @@ def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool =
     return worktree.isolated(tree, base, series.touched, build=build)
 
 
-def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
+def _build(run: _Run, request: ReviewRequest, series: Series, base: _Base, patched: Path | None) -> Done[None]:
     """The series compiled for its architectures, the base and then patch by patch (reviewer/compile)."""
     from reviewer import compile as build
     from reviewer.kernel import cache_for
@@ -355,25 +322,25 @@ def _build(run: _Run, request: Request, series: Series, base: _Base, patched: Pa
     if patched is None:
         return skipped("nothing was applied")
     touched = series.touched
-    if not request.build:
-        return skipped(f"{build.describe(touched, len(series.patches), request.arches)}; pass --build (minutes)")
-    assert request.tree is not None and run.head is not None
+    if not request.build.run:
+        return skipped(f"{build.describe(touched, len(series.patches), request.build.arches)}; pass --build (minutes)")
+    assert request.source.tree is not None and run.head is not None
     repo = run.head.repo
     shas = tree_git.git(repo, "rev-list", "--reverse", f"{base.commit}..{run.head.commit}").split()
     if len(shas) != len(series.patches):
         return skipped(f"the worktree holds {len(shas)} commits for {len(series.patches)} patches: nothing built")
     commits = [build.Commit(0, base.commit), *(build.Commit(p.index, sha, tuple(f.path for f in p.files))
                                                for p, sha in zip(series.patches, shas, strict=True))]
-    targets, _ = build.chosen(touched, request.arches)
+    targets, _ = build.chosen(touched, request.build.arches)
     if not targets:
         return skipped("the series changes nothing the kernel build compiles")
     from reviewer.run import ending
 
     ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
-    plan = build.BuildPlan(commits, touched, cache_for(request.tree), repo,
-                      deadline=time.monotonic() + request.build_timeout, hide=(tree_git.common_dir(request.tree),))
-    out = build.run(plan, request.arches, run.progress)
+    plan = build.BuildPlan(commits, touched, cache_for(request.source.tree), repo,
+                      deadline=time.monotonic() + request.build.timeout, hide=(tree_git.common_dir(request.source.tree),))
+    out = build.run(plan, request.build.arches, run.progress)
     run.builds = tuple(build.report(b) for b in out.builds)
     run.findings = _replace_lds_regex(run.findings, build.exported(out.builds))
     run.findings.extend(config.apply(run.config, out.findings))
@@ -394,41 +361,41 @@ def _replace_lds_regex(findings: list[Finding], exported: dict[str, bool]) -> li
             if not (f.rule == "vdso-getrandom-new-arch/lds-export" and any(f"arch/{a} " in f.message + " " for a in exported))]
 
 
-def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[None]:
+def _selftests(run: _Run, request: ReviewRequest, series: Series, base: _Base, patched: Path | None) -> Done[None]:
     if patched is None:
         return skipped("nothing was applied")
-    if request.no_tests:
+    if request.selftests.no_tests:
         return skipped("--no-tests")
     run.chosen = _choose(run, request, series, base)
     if not run.chosen:
         return skipped("no selftest is relevant to this series")
     names = ", ".join(str(c.ref) for c in run.chosen)
-    if not (request.run_tests or request.tests):
+    if not request.selftests.wanted:
         return skipped(f"would run {names}; pass --run-tests to build and run code from the series")
     from reviewer.selftests import stage as selftest_stage
-    from reviewer.selftests import where as vm
+    from reviewer.selftests import where as placement
 
-    assert request.tree is not None
-    where = vm.decide(series.touched, request.run_on, request.tree, request.arches)
-    if where.root is not None and request.run_on == "vm":  # guests asked for, and only their root is missing: made here
+    assert request.source.tree is not None
+    where = placement.decide(series.touched, request.selftests.run_on, request.source.tree, request.build.arches)
+    if where.root is not None and request.selftests.run_on == "vm":  # guests asked for, and only their root is missing: made here
         from reviewer.run import ending
 
-        where = vm.make_root(where, lambda line: ending.say(f"selftests: {line}"))
-    if where.missing and request.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
-        run.findings.append(Finding(vm.RULE, Level.INFO, f"the selftests were not run: {where.missing}",
+        where = placement.make_root(where, lambda line: ending.say(f"selftests: {line}"))
+    if where.missing and request.selftests.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
+        run.findings.append(Finding(placement.RULE, Level.INFO, f"the selftests were not run: {where.missing}",
                                     hint="; ".join(x for x in (where.fix, "--run-on host runs them on this machine's kernel") if x)))
         return skipped(f"would run {names} in the series' kernels, but {where.lacking}")
     if where.missing:  # auto: on the host, said before it starts and in the report, never silently
         from reviewer.run import ending
 
         ending.say(f"selftests: on this machine's kernel, not in the series' kernels: {where.lacking}")
-    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "selftests"  # checked again before anything runs
+    logs = config.run_log_dir(run.config, request.run.log_dir, request.run.stamp) / "selftests"  # checked again before anything runs
     outcome = _run_tests(_Applied(run, series, base, patched), request, where.arch if where.vm else None)
     run.selftests, run.benchmarks = outcome.runs, outcome.benchmarks
     run.findings.extend(outcome.findings)
     if caveat := selftest_stage.host_caveat(series.touched, outcome.runs, where):
         run.findings.append(caveat)
-    if where.arch is not None and where.vm and (gap := vm.uncovered(series.touched, where.arch)):
+    if where.arch is not None and where.vm and (gap := placement.uncovered(series.touched, where.arch)):
         run.findings.append(gap)
     kept = f"; output in {logs}" if selftest_stage.save_logs(outcome.runs, logs) else ""
     if outcome.regressions:
@@ -439,7 +406,7 @@ def _selftests(run: _Run, request: Request, series: Series, base: _Base, patched
     return ok(f"{names}: {len(outcome.runs)} runs{inside}, {len(outcome.benchmarks)} benchmark figures{host}{kept}", None)
 
 
-def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
+def _boot(run: _Run, request: ReviewRequest, series: Series, base: _Base, patched: Path | None) -> Done[BootResult | None]:
     """In-kernel tests (dmapool_test, KUnit; built in, or named by a triggered rule): tinyconfig kernels
     of the base and the patched commit, booted under QEMU; the console logs go to the run's log directory."""
     from reviewer import boot
@@ -448,7 +415,7 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
 
     if patched is None:
         return skipped("nothing was applied")
-    assert request.tree is not None
+    assert request.source.tree is not None
     touched = series.touched
     extra = boot.from_rules(run.rules, series.patches)
     # Listed once, in the patched tree (a KUnit suite the series adds counts), and handed to the runner as is.
@@ -456,16 +423,16 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
     run.chosen += [Chosen(TestRef("boot", t.name), (why,)) for t, why in chosen]
     if not chosen:
         return skipped("no in-kernel test is relevant to this series")
-    if not request.boot:
+    if not request.boot.run:
         return skipped(f"would boot {'; '.join(boot.describe(t) for t, _ in chosen)}; pass --boot (two kernel builds: minutes)")
     head = tree_git.git(patched, "rev-parse", "HEAD").strip()
     # Kernel builds are kept per tree (REVIEWER_BOOT_CACHE moves them): a base is built once per config.
-    cache_dir = cache_for(request.tree)
-    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp)
+    cache_dir = cache_for(request.source.tree)
+    logs = config.run_log_dir(run.config, request.run.log_dir, request.run.stamp)
     # The base side is the user's tree at the base commit; both commits are checked out from the patched
     # worktree's repository, the one that holds both (a shadow repository borrows the tree's objects).
-    out = boot.run_intests(request.tree, patched, touched, request.boot_envs, cache_dir, request.boot_timeout, log_dir=logs,
-                           extra=extra, slower_than=request.slower_than, commits=(base.commit, head), chosen=tuple(chosen),
+    out = boot.run_intests(request.source.tree, patched, touched, request.boot.envs, cache_dir, request.boot.timeout, log_dir=logs,
+                           extra=extra, slower_than=request.selftests.slower_than, commits=(base.commit, head), chosen=tuple(chosen),
                            progress=run.progress)
     run.selftests += out.runs
     run.benchmarks += out.benchmarks
@@ -480,12 +447,12 @@ def _boot(run: _Run, request: Request, series: Series, base: _Base, patched: Pat
               f"{len(out.benchmarks)} figures{kept}", result)
 
 
-def _choose(run: _Run, request: Request, series: Series, base: _Base) -> list[Chosen]:
+def _choose(run: _Run, request: ReviewRequest, series: Series, base: _Base) -> list[Chosen]:
     from reviewer.selftests.choose import Chosen, TestRef, choose
     from reviewer.tree.maintainers import dirs_after
 
-    if request.tests:
-        return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.tests]
+    if request.selftests.tests:
+        return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.selftests.tests]
     hints = [(t, f"rule {r.id}") for r in run.rules if r.selftests and trigger_hits(r, series.patches) for t in r.selftests]
     maintainers = base.tree.read("MAINTAINERS")
     return choose(series, hints, maintainers, is_dir=dirs_after(series, base.tree))
@@ -502,14 +469,14 @@ class _Applied:
     patched: Path
 
 
-def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = None) -> selftest_stage.SelftestResults:
+def _run_tests(applied: _Applied, request: ReviewRequest, in_vm: Arch | None = None) -> selftest_stage.SelftestResults:
     """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests);
     IN_VM: each in its own kernel of that architecture, built from the tree's commit and booted."""
     from reviewer.selftests import stage as selftest_stage
 
     run = applied.run
-    assert request.tree is not None
-    base_wt = run.stack.enter_context(_worktree(run, applied.series, request.tree, applied.base.commit))
+    assert request.source.tree is not None
+    base_wt = run.stack.enter_context(_worktree(run, applied.series, request.source.tree, applied.base.commit))
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
     trees = {"base": base_wt, "patched": applied.patched}
     if in_vm is not None:  # the tests are built for the guest's architecture: its arch/ dir, even if the series leaves it alone
@@ -518,32 +485,32 @@ def _run_tests(applied: _Applied, request: Request, in_vm: GuestArch | None = No
         for wt in trees.values():
             worktree.widen(wt, [f"arch/{in_vm.srcarch}"])
     kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
-    limit = slower_than(request.slower_than, kernels.accel if kernels else "")
-    plan = selftest_stage.Plan(tuple(run.chosen), request.envs, request.bench_runs, limit,
-                               dict(request.test_env), request.benchmarks, request.test_timeout, kernels)
+    limit = slower_than(request.selftests.slower_than, kernels.accel if kernels else "")
+    plan = selftest_stage.Plan(tuple(run.chosen), request.selftests.envs, request.selftests.bench_runs, limit,
+                               dict(request.selftests.test_env), request.selftests.benchmarks, request.selftests.test_timeout, kernels)
     out = selftest_stage.run(plan, trees, scratch, run.progress)
     return selftest_stage.SelftestResults((*early.runs, *out.runs), out.benchmarks, (*early.findings, *out.findings))
 
 
-def _guest_kernels(applied: _Applied, request: Request, arch: GuestArch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
+def _guest_kernels(applied: _Applied, request: ReviewRequest, arch: Arch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
-    from reviewer.kernel import cache_for, guest
-    from reviewer.kernel import guestkernel as kernel
+    from reviewer.kernel import cache_for, guest, guestkernel
     from reviewer.run import ending
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
-    from reviewer.selftests import where as vm
+    from reviewer.selftests import where as placement
 
     run = applied.run
-    assert request.tree is not None
+    assert request.source.tree is not None
     commits = {"base": applied.base.commit, "patched": tree_git.git(applied.patched, "rev-parse", "HEAD").strip()}
     dirs = sorted({c.ref.dir for c in run.chosen})
-    ending.say(f"selftests in the series' {arch.name} kernels: {vm.cost(request.envs, request.bench_runs, arch)}")
-    made = vm.kernels(tree_git.common_dir(applied.patched), commits, kernel.fragment(applied.patched, dirs, arch),
-                      cache_for(request.tree), request.build_timeout, run.progress, arch)
+    cost = placement.cost(request.selftests.envs, request.selftests.bench_runs, arch)
+    ending.say(f"selftests in the series' {arch.name} kernels: {cost}")
+    made = placement.kernels(tree_git.common_dir(applied.patched), commits, guestkernel.fragment(applied.patched, dirs, arch),
+                      cache_for(request.source.tree), request.build.timeout, run.progress, arch)
     accel = next((guest.accel_for(i, arch) for i in made.images.values() if i is not None), "-")
     where = {label: f"booted {c[:12]} {arch.name} {accel}" for label, c in commits.items()}
-    logs = config.run_log_dir(run.config, request.log_dir, request.run_stamp) / "guests"
+    logs = config.run_log_dir(run.config, request.run.log_dir, request.run.stamp) / "guests"
     both = f"booted {arch.name} {accel}: base {commits['base'][:12]}, patched {commits['patched'][:12]}"
     kernels = inguest.Kernels(made.images, where, both, logs, arch=arch, accel=accel)
     return kernels, selftest_stage.SelftestResults(made.runs, (), made.findings)

@@ -8,22 +8,11 @@ from typing import Annotated
 import typer
 
 # The demo and hook code is imported where it is used (start-up time, see cli/review.py).
-from reviewer.cli.review import (
-    B4_FORMATS,
-    HELP_OPTIONS,
-    ColorOpt,
-    DebugOpt,
-    Format,
-    FormatOpt,
-    WideHelp,
-    finish,
-    report,
-    reportable,
-    run,
-    status_of,
-)
-from reviewer.errors import ApplyError, ExitStatus, SelftestError, UsageError
-from reviewer.pipeline import Request, review
+from reviewer import app
+from reviewer.cli.review import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
+from reviewer.errors import ExitStatus, UsageError
+from reviewer.report import formats
+from reviewer.request import ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 
 sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, context_settings=HELP_OPTIONS)
 
@@ -48,18 +37,19 @@ def rules_command(
 
 
 @sub_app.command("demo", cls=WideHelp, help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
-def demo_command(*, fmt: FormatOpt = Format.TERMINAL, debug: DebugOpt = False, color: ColorOpt = None) -> None:
-    if fmt in B4_FORMATS:
+def demo_command(*, fmt: FormatOpt = formats.DEFAULT, debug: DebugOpt = False, color: ColorOpt = None) -> None:
+    if formats.FORMATS[fmt].reads_message:
         raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
-    from reviewer.cli import demo as demo_mod
+    from reviewer import demo as demo_mod
 
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the
         # kernel's makes 25,000,000 calls per figure).
-        request = Request(target=str(mbox), cwd=mbox.parent, debug=debug, tree=tree, run_tests=True,
-                          envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
-        result, error = run(request, fmt, color=color)
-    finish(result, error, fmt=fmt, color=color)
+        tests = SelftestOptions(run=True, envs=("plain", "timens"), test_env=(("VDSO_BENCH_CALLS", "200000"),))
+        request = ReviewRequest(SourceOptions(target=str(mbox), cwd=mbox.parent, tree=tree), selftests=tests, run=RunOptions(debug=debug))
+        done = app.review(request, formats.progress(fmt, color=color))
+    formats.render(fmt, done.review, formats.Style(color))
+    exit_for(done, strict=False)
 
 
 @sub_app.command("guest-root", cls=WideHelp,
@@ -90,7 +80,7 @@ def install_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
 ) -> None:
-    from reviewer.cli import hook
+    from reviewer import hook
 
     path, replaced = hook.install((repo or Path.cwd()).resolve(), strict=strict)
     print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
@@ -100,7 +90,7 @@ def install_hook_command(
 def uninstall_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
 ) -> None:
-    from reviewer.cli import hook
+    from reviewer import hook
 
     path = hook.uninstall((repo or Path.cwd()).resolve())
     print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
@@ -113,7 +103,7 @@ def pre_push_command(
     _url: Annotated[str, typer.Argument(metavar="URL")] = "",  # git gives the hook the remote's URL too; unused
     strict: Annotated[bool, typer.Option("--strict")] = False,
 ) -> None:
-    from reviewer.cli import hook
+    from reviewer import hook
 
     cwd = Path.cwd().resolve()
     top = hook.toplevel(cwd)
@@ -121,13 +111,9 @@ def pre_push_command(
     for push in hook.pushes(top, remote, sys.stdin.read().splitlines()):
         since = f", the commits since {push.since}" if push.since else ""
         print(f"review: checking {push.ref} ({push.spec}{since}) before pushing to {remote}", file=sys.stderr)
-        result, error = review(Request(target=push.spec, cwd=top, tree=top, no_tests=True))
-        if reportable(result, error):
-            report(result, Format.TERMINAL, color=None)
-        if error is not None and not isinstance(error, (ApplyError, SelftestError)):
-            raise error
-        status = ExitStatus(error.status) if error is not None else status_of(result.findings, strict=strict)
-        worst = max(worst, status)
+        done = app.review(ReviewRequest(SourceOptions(target=push.spec, cwd=top, tree=top), selftests=SelftestOptions(no_tests=True)))
+        formats.render(formats.DEFAULT, done.review)
+        worst = max(worst, done.status(strict=strict))
     if worst:
         print(f"review: error: push blocked: the review of the pushed commits failed (exit {int(worst)})", file=sys.stderr)
         print("hint: fix the findings above, or push with --no-verify to skip the check", file=sys.stderr)

@@ -1,39 +1,33 @@
-"""The review command: its options -> a Request -> the pipeline -> a report, a reply, an exit status."""
+"""The review command: its options -> a ReviewRequest -> reviewer.app -> a report in the format asked
+(report/formats.py), a reply (report/outgoing.py) -> an exit status."""
 from __future__ import annotations
 
-import contextlib
-import json
 import math
 import os
-import re
 import sys
-import tempfile
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, replace
-from email.message import EmailMessage
-from enum import StrEnum
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import typer
 import typer.core
 import typer.main
+from typer._types import TyperChoice  # typer's choice type: what it makes of an Enum's values
 
-from reviewer.errors import ApplyError, ConfigError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
-from reviewer.model import Finding, Level, Review
-from reviewer.pipeline import Request, review
-from reviewer.progress import QUIET, Display, Progress
+from reviewer import app
+from reviewer.errors import ConfigError, UsageError
 from reviewer.report import email as reply_mail
+from reviewer.report import formats
+from reviewer.report import outgoing as replies
+from reviewer.request import BootOptions, BuildOptions, CheckOptions, ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
-from reviewer.series import target as targets
 from reviewer.verdict import BENCH_RUNS
 
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext  # typer's own copy of click
     from typer._click import HelpFormatter
     from typer._click import Parameter as ClickParameter
-
-    from reviewer.report import send as mail
 
 # Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
@@ -121,19 +115,9 @@ def _commands_panel(width: int | None) -> None:
 
 
 
-class Format(StrEnum):
-    TERMINAL = "terminal"
-    JSON = "json"
-    B4_CHECK = "b4-check"  # b4 review's check protocol: one message on stdin, a JSON array out
-    CHECKPATCH = "checkpatch"  # checkpatch-style lines, for b4 prep --check
-
-
-B4_FORMATS = (Format.B4_CHECK, Format.CHECKPATCH)
-
-
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as git and b4 have it (a subcommand's context inherits it)
 review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS)
-FormatOpt = Annotated[Format, typer.Option("--format", "-f", metavar="FORMAT",
+FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", click_type=TyperChoice(tuple(formats.FORMATS)),
                                            help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or "
                                                 "checkpatch (lines for b4 prep --check); the last two read one message "
                                                 "on stdin (TARGET -).")]
@@ -158,7 +142,7 @@ def main_command(  # keyword-only: typer passes every option by name
     target: Annotated[str | None, typer.Argument(metavar="TARGET",
                                                  help="mbox | maildir | format-patch dir | git range | Message-ID | lore URL | - (stdin); "
                                                       "none: the b4 prep branch checked out", show_default=False)] = None,
-    fmt: FormatOpt = Format.TERMINAL,
+    fmt: FormatOpt = formats.DEFAULT,
     revision: Annotated[int | None, typer.Option("--revision", "-r", min=1, metavar="N",
                                                  help="Review revision N of the series (default: the newest).")] = None,
     repo: Annotated[Path | None, typer.Option("-C", metavar="PATH", help="Run as if started in PATH (for git ranges).")] = None,
@@ -258,76 +242,39 @@ def main_command(  # keyword-only: typer passes every option by name
     _shown_version: Annotated[bool, typer.Option("--version", is_eager=True, callback=_version,
                                                  help="Print the version and exit.")] = False,
 ) -> None:
+    output = formats.FORMATS[fmt]
     _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
     cwd = (repo or Path.cwd()).resolve()
-    of_range = targets.range_tree(target, cwd) if tree is None and fmt not in B4_FORMATS else None
-    outgoing = _Outgoing(reply, reply_policy, tuple(_trailers(trailer or [])), per_patch, send, yes, dry_run, _in_reply_to(in_reply_to),
-                         infos=reply_infos)
-    outgoing.validate(fmt)
-    sender, transport = "", None
+    outgoing = replies.Outgoing(reply, reply_policy, replies.trailers(trailer or []), per_patch, send, yes, dry_run,
+                                replies.in_reply_to(in_reply_to), infos=reply_infos)
+    outgoing.validate(fmt, reads_message=output.reads_message)
+    mailer = replies.mailer(outgoing, cwd) if outgoing.wanted else replies.Mailer("")
+    if output.reads_message and target != "-":
+        raise UsageError(f"--format {fmt} reads one message on standard input: give - as TARGET",
+                         f'git config b4.review-perpatch-check-cmd "review --format {fmt} -"')
+    source = SourceOptions(target=target, cwd=cwd, revision=revision, tree=tree.resolve() if tree else None, base=base,
+                           lore_url=lore_url, no_cache=no_cache, offline=offline)
+    checks = CheckOptions(rules_dirs=tuple(p.resolve() for p in rules or []), checkpatch=not no_checkpatch,
+                          checkpatch_strict=checkpatch_strict, codespell=codespell)
+    selftests = SelftestOptions(run=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests, envs=_envs(env),
+                                bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
+                                test_timeout=test_timeout, run_on=_run_on(run_on), test_env=_pairs(test_env or []))
+    request = ReviewRequest(source, checks, selftests, BuildOptions(build, build_timeout, _arches(arch)),
+                            BootOptions(boot, _boot_envs(boot_env), boot_timeout),
+                            RunOptions(debug, log_dir.resolve() if log_dir else None))
+    style = formats.Style(color, pager=not no_pager, strict=strict)
+    if output.reads_message:  # b4's checks: the series around the message on stdin, reported on that message
+        done = app.b4_check(request, sys.stdin.buffer.read())
+    else:
+        done = app.review(request, formats.progress(fmt, color=color))
     if outgoing.wanted:
-        from reviewer.report import send as mail
-
-        sender = mail.sender(cwd)
-        transport = mail.transport(cwd) if send else None
-    with _target(target, cwd, fmt) as resolved:
-        request = Request(target=resolved, cwd=cwd, revision=revision, debug=debug,
-                          tree=tree.resolve() if tree else of_range, tree_of_range=of_range is not None, base=base,
-                          lore_url=lore_url, no_cache=no_cache, offline=offline,
-                          run_tests=run_tests, tests=_list(tests) if tests else None, no_tests=no_tests,
-                          envs=_envs(env), bench_runs=bench_runs, slower_than=slower_than, benchmarks=_benchmarks(bench),
-                          build=build, build_timeout=build_timeout, arches=_arches(arch),
-                          boot=boot, boot_envs=_boot_envs(boot_env), boot_timeout=boot_timeout, test_timeout=test_timeout,
-                          run_on=_run_on(run_on),
-                          log_dir=log_dir.resolve() if log_dir else None,
-                          test_env=_pairs(test_env or []), rules_dirs=tuple(p.resolve() for p in rules or []),
-                          checkpatch=not no_checkpatch, checkpatch_strict=checkpatch_strict, codespell=codespell)
-        if fmt in B4_FORMATS:
-            _b4_check(request, fmt, strict=strict)
-        result, error = run(request, fmt, color=color)
-    if outgoing.wanted and reportable(result, error):
-        _outgoing(result, outgoing, sender, transport, cwd, fmt=fmt, color=color, pager=not no_pager)
-        exit_for(result, error, strict=strict)
-    finish(result, error, fmt=fmt, color=color, strict=strict, pager=not no_pager)
-
-
-@dataclass(frozen=True)
-class _Outgoing:
-    reply: str | None
-    policy: reply_mail.ReplyPolicy
-    trailers: tuple[str, ...]
-    per_patch: bool
-    send: bool
-    yes: bool
-    dry_run: bool
-    in_reply_to: str | None = None  # --in-reply-to, without <>
-    infos: bool = False  # --reply-infos
-
-    @property
-    def wanted(self) -> bool:
-        return self.reply is not None or self.send or self.dry_run
-
-    def validate(self, fmt: Format) -> None:
-        if (self.per_patch or self.trailers or self.in_reply_to or self.infos) and not self.wanted:
-            raise UsageError("--per-patch, --reply-infos, --trailer and --in-reply-to shape a reply: add --reply FILE, --send or --dry-run")
-        if self.in_reply_to and self.per_patch:
-            raise UsageError("--in-reply-to names one message, and --per-patch answers each patch", "drop one of them")
-        if self.wanted and fmt in B4_FORMATS:
-            raise UsageError(f"--format {fmt} is for b4's checks; it does not write replies",
-                             "drop --reply/--send, or use --format terminal")
-        if self.send and self.dry_run:
-            raise UsageError("--send and --dry-run contradict each other", "--dry-run shows the message; --send sends it")
-
-
-_TRAILER = re.compile(r"^[A-Za-z][A-Za-z0-9-]*-by: \S.*$")
-
-
-def _trailers(items: list[str]) -> list[str]:
-    bad = [i for i in items if not _TRAILER.match(i.strip())]
-    if bad:
-        raise UsageError(f"--trailer {bad[0]!r}: expected 'Tested-by: Name <address>'",
-                         "for example --trailer 'Tested-by: Ada Lovelace <ada@example.org>'")
-    return [i.strip() for i in items]
+        msgs = replies.prepare(done.review, outgoing, mailer.sender)
+        if outgoing.reply != "-":
+            formats.render(fmt, done.review, style)
+        replies.deliver(msgs, outgoing, cwd, mailer.transport, confirm=_confirm)
+    else:
+        formats.render(fmt, done.review, style)
+    exit_for(done, strict=strict)
 
 
 @dataclass(frozen=True)
@@ -359,7 +306,7 @@ def _preflight(p: _Preflight) -> None:
     if p.lore_url is not None and not config.is_http_url(p.lore_url):
         raise UsageError(f"--lore-url {p.lore_url!r}: expected an http:// or https:// URL", "e.g. --lore-url https://lore.kernel.org/all/")
     if p.reply not in (None, "-"):
-        _writable(Path(p.reply))
+        replies.writable(Path(p.reply))
     if p.send and not p.no_question and not sys.stdin.isatty():
         raise ConfigError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
 
@@ -373,69 +320,6 @@ def _tree(tree: Path) -> None:
     if not tree_git.is_git_tree(tree):
         raise ConfigError(f"--tree {tree}: not a git repository", "point --tree at a kernel git checkout")
     kerneltop.check(tree)
-
-
-def _writable(path: Path) -> None:
-    """--reply FILE can be written, tried rather than guessed (root passes every access() test): an
-    existing file is opened for appending and nothing written; a new one is made and removed again."""
-    hint = "give a file in a writable directory, or --reply - for standard output"
-    if path.is_dir():
-        raise ConfigError(f"--reply {path}: is a directory", hint)
-    try:
-        if path.exists():
-            with path.open("ab"):
-                pass
-        else:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-            path.unlink()
-    except OSError as exc:
-        raise ConfigError(f"--reply {path}: cannot write it: {exc.strerror or exc}", hint) from exc
-
-
-def _in_reply_to(text: str | None) -> str | None:
-    """--in-reply-to in any form a Message-ID is pasted in (`<id>`, `id`, a lore link), without <>."""
-    if text is None:
-        return None
-    from reviewer.series import msgid
-
-    ref = msgid.parse(text)
-    if ref is None or ref.truncated:
-        raise UsageError(f"--in-reply-to {text!r}: not a Message-ID",
-                         "give the whole id, e.g. --in-reply-to '<20240816110717.10249-1-xry111@example.org>'")
-    return ref.msgid
-
-
-def _warn_invented(msgs: list[EmailMessage], *, sending: bool) -> None:
-    """A reply to a Message-ID the tool made up would not thread on the list: say so (sending it fails)."""
-    made_up = [p for m in msgs if (p := reply_mail.invented_parent(m)) is not None]
-    if made_up and not sending:
-        print(f"review: warning: the reply answers {made_up[0]}" + (f" (and {len(made_up) - 1} more)" if len(made_up) > 1 else "")
-              + ", a Message-ID the tool made up (the series' mail has none): --send will not send it; "
-              "give the real one with --in-reply-to MSGID", file=sys.stderr)
-
-
-@contextlib.contextmanager
-def _target(target: str | None, cwd: Path, fmt: Format) -> Iterator[str]:
-    """TARGET as given; none: the b4 prep branch in CWD, written out as b4 would send it."""
-    if fmt in B4_FORMATS:
-        if target != "-":
-            raise UsageError(f"--format {fmt} reads one message on standard input: give - as TARGET",
-                             f'git config b4.review-perpatch-check-cmd "review --format {fmt} -"')
-        yield "-"
-        return
-    if target is not None:
-        yield target
-        return
-    from reviewer.series import prep
-
-    branch = prep.find(cwd)
-    if branch is None:
-        raise UsageError("no TARGET given, and the checked-out branch is not a b4 prep branch",
-                         "give an mbox, a directory, a git range or a Message-ID; see review --help")
-    with tempfile.TemporaryDirectory(prefix="reviewer-prep-") as scratch:
-        path = Path(scratch) / f"{branch.branch.replace('/', '-')}.mbox"
-        path.write_bytes(prep.mbox(cwd, branch))
-        yield str(path)
 
 
 def _list(text: str) -> tuple[str, ...]:
@@ -498,143 +382,15 @@ def _pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
     return tuple((k, v) for k, _, v in (i.partition("=") for i in items))
 
 
-def _b4_check(request: Request, fmt: Format, *, strict: bool) -> NoReturn:
-    """b4's per-patch / series check: review the series around the message on stdin, report on that message."""
-    from reviewer.report import b4check
-    from reviewer.series import fetch
-
-    data = sys.stdin.buffer.read()
-    if not data.strip():
-        raise InputError("stdin: empty input, no mail in it", "b4 passes one message on standard input")
-    ctx = b4check.context(request.cwd, data)
-    with tempfile.TemporaryDirectory(prefix="reviewer-b4check-") as scratch:
-        path = Path(scratch) / "series.mbox"
-        path.write_bytes(ctx.mbox)
-        result, error = review(replace(request, target=str(path)))
-    if not reportable(result, error):
-        assert error is not None
-        raise error
-    _, found = b4check.select(result, fetch.parse_bytes(data), series_on_first=ctx.how == "b4 prep branch")
-    if fmt is Format.B4_CHECK:
-        sys.stdout.write(json.dumps(b4check.results(found, strict=strict), indent=2) + "\n")
-    else:
-        sys.stdout.writelines(line + "\n" for line in b4check.checkpatch_lines(found))
-    if error is not None:
-        raise error
-    raise typer.Exit(status_of(found, strict=strict))
+def _confirm(question: str) -> bool:
+    """--send's question, asked on the terminal (no terminal: a usage error, --yes sends without asking)."""
+    if not sys.stdin.isatty():
+        raise UsageError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
+    return typer.confirm(question, default=False, err=True)
 
 
-def reportable(result: Review, error: ReviewerError | None) -> bool:
-    return result.series is not None and (error is None or isinstance(error, (ApplyError, SelftestError)))
-
-
-def status_of(findings: Iterable[Finding], *, strict: bool) -> ExitStatus:
-    levels = {f.level for f in findings}
-    failing = Level.ERROR in levels or (strict and Level.WARNING in levels)
-    return ExitStatus.FINDINGS if failing else ExitStatus.OK
-
-
-def _outgoing(result: Review, out: _Outgoing, sender: str, transport: mail.Transport | None, cwd: Path,
-              *, fmt: Format, color: bool | None, pager: bool = False) -> None:
-    opts = reply_mail.ReplyOptions(sender, out.policy, out.trailers, in_reply_to=out.in_reply_to, infos=out.infos)
-    msgs = reply_mail.per_patch(result, opts) if out.per_patch else [reply_mail.reply(result, opts)]
-    _warn_invented(msgs, sending=out.send)
-    if out.reply != "-":
-        report(result, fmt, color=color, pager=pager)
-    if not msgs:
-        print("review: no patch has findings: no reply written", file=sys.stderr)
-        return
-    data = reply_mail.as_mbox(msgs) if len(msgs) > 1 else reply_mail.as_bytes(msgs[0])
-    if out.reply == "-":
-        sys.stdout.flush()
-        sys.stdout.buffer.write(data)
-    elif out.reply is not None:
-        Path(out.reply).write_bytes(data)
-        print(f"review: reply written to {out.reply} ({len(msgs)} message{'s' if len(msgs) > 1 else ''})", file=sys.stderr)
-    if out.dry_run or out.send:
-        _show(msgs, already=out.reply == "-")
-    if out.send:
-        assert transport is not None
-        _confirm_and_send(msgs, transport, cwd, yes=out.yes)
-
-
-def _show(msgs: list[EmailMessage], *, already: bool) -> None:
-    if already:
-        return
-    for msg in msgs:
-        sys.stdout.write("\n" + reply_mail.as_bytes(msg).decode("utf-8", errors="replace"))
-    sys.stdout.flush()
-
-
-def _confirm_and_send(msgs: list[EmailMessage], transport: mail.Transport, cwd: Path, *, yes: bool) -> None:
-    if not yes:
-        if not sys.stdin.isatty():
-            raise UsageError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
-        if not typer.confirm(f"Send {len(msgs)} message(s) via {transport.where()}?", default=False, err=True):
-            print("review: nothing sent", file=sys.stderr)
-            return
-    from reviewer.report import send as mail
-
-    for msg in msgs:
-        mail.send(msg, transport, cwd)
-        print(f"review: sent {msg['Message-ID']} to {', '.join(mail.envelope(msg))} via {transport.where()}", file=sys.stderr)
-
-
-def exit_for(result: Review, error: ReviewerError | None, *, strict: bool) -> None:
-    if error is not None:
-        raise error
-    raise typer.Exit(status_of(result.findings, strict=strict))
-
-
-def run(request: Request, fmt: Format, *, color: bool | None) -> tuple[Review, ReviewerError | None]:
-    return review(request, progress_display(fmt, color=color))
-
-
-def no_color(*, color: bool | None) -> bool | None:
-    """rich's no_color: what --color/--no-color says, else None: rich then reads NO_COLOR (set and not empty: no
-    colour, https://no-color.org), which --color overrides."""
-    return None if color is None else not color
-
-
-def progress_display(fmt: Format, *, color: bool | None) -> Progress:
-    """What the review shows on stderr while it runs: with the terminal report, and when stderr is a
-    terminal (or --color forces it), a spinner per slow stage and each build, test and benchmark run
-    with how many are left; else nothing (the JSON, the b4 formats, a redirected stderr)."""
-    if fmt is not Format.TERMINAL:
-        return QUIET
-    from rich.console import Console
-
-    err = Console(stderr=True, force_terminal=color, no_color=no_color(color=color))
-    return Display(err) if err.is_terminal else QUIET
-
-
-def finish(result: Review, error: ReviewerError | None, *, fmt: Format, color: bool | None, strict: bool = False,
-           pager: bool = False) -> None:
-    # A series that could not be read has nothing to report but the error; one that was
-    # read and checked is reported even when a later stage (apply) failed.
-    if reportable(result, error):
-        report(result, fmt, color=color, pager=pager)
-    exit_for(result, error, strict=strict)
-
-
-def report(result: Review, fmt: Format, *, color: bool | None, pager: bool = False) -> None:
-    """The report on stdout; the terminal one through a pager (PAGER, else less) when PAGER is true,
-    stdout is a terminal, and the report is taller than it (report/pager.py)."""
-    if fmt is Format.JSON:
-        from reviewer.report import json as json_report
-
-        sys.stdout.write(json_report.dumps(result))
-    else:
-        from rich.console import Console
-
-        from reviewer.report import terminal
-
-        # Piped or redirected output is not squeezed into rich's default 80 columns.
-        width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 120
-        out = Console(force_terminal=color, no_color=no_color(color=color), highlight=False, width=width)
-        from reviewer.report import pager as paging
-
-        paging.show(out, lambda: terminal.render(result, out), enabled=pager and sys.stdout.isatty())
-    sys.stdout.flush()
-
-
+def exit_for(done: app.Reviewed, *, strict: bool) -> NoReturn:
+    """The exit: the error of the stage that stopped the review (cli/__init__.py says it), else the findings' status."""
+    if done.error is not None:
+        raise done.error
+    raise typer.Exit(done.status(strict=strict))

@@ -2,7 +2,7 @@
 
 The pipeline and the report builders the CLI calls (JSON, terminal, the reply mail) are run
 on the case; an exception escaping any of them is what the CLI turns into exit 70. The exit
-status otherwise comes from the CLI's own mapping (reviewer.cli.review.exit_for).
+status otherwise comes from the application's (reviewer.app: Reviewed.status, the error that stopped it).
 """
 from __future__ import annotations
 
@@ -16,17 +16,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import typer
 from rich.console import Console
 
+from reviewer import app
 from reviewer.cli import _one_line
-from reviewer.cli.review import exit_for, reportable
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.model import Review
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import email as reply_mail
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.request import ReviewRequest, SourceOptions
 from tests.fuzz.corpus import Case
 
 _REPLY = reply_mail.ReplyOptions("Fuzz Reviewer <fuzz@example.org>", date=dt.datetime(2024, 9, 1, tzinfo=dt.UTC),
@@ -80,19 +80,17 @@ def run(case: Case, root: Path, tree: Path | None = None, timeout: float = TIMEO
     target = case.write(root) if case.target != "-" else Path("-")
     try:
         with _deadline(timeout), _stdin(case.stdin):
-            result, error = review(Request(target=str(target), cwd=root, tree=tree if case.tree else None))
-            if reportable(result, error):
-                reports(result)
-        exit_for(result, error, strict=False)
+            done = app.reviewed(*review(ReviewRequest(SourceOptions(target=str(target), cwd=root, tree=tree if case.tree else None))))
+            reports(done.review)
+        if done.error is not None:
+            raise done.error
     except _Hung:
         return Outcome(HUNG, f"did not end within {timeout:g} s")
-    except typer.Exit as exc:
-        return Outcome(exc.exit_code)
     except ReviewerError as exc:
         return Outcome(int(exc.status), _one_line(exc.message))
     except Exception as exc:  # what cli.main reports as an internal error
         return Outcome(int(ExitStatus.INTERNAL), _where(exc))
-    raise AssertionError("exit_for returned")  # it always raises
+    return Outcome(int(done.status()))
 
 
 def reports(result: Review) -> None:

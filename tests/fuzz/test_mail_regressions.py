@@ -17,8 +17,9 @@ import pytest
 
 from reviewer.errors import ExitStatus, InputError, ReviewerError
 from reviewer.model import Review
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import json as json_report
+from reviewer.request import ReviewRequest, SourceOptions
 from reviewer.series import fetch, mailmend
 from tests.conftest import FIXTURES, git
 from tests.fuzz import harness
@@ -60,7 +61,7 @@ def reviewed(tmp_path: Path, data: bytes) -> Review:
     """DATA as an mbox, reviewed in-process: read without error, every report built."""
     path = tmp_path / "thread.mbox"
     path.write_bytes(data)
-    result, error = review(Request(target=str(path), cwd=tmp_path))
+    result, error = review(ReviewRequest(SourceOptions(target=str(path), cwd=tmp_path)))
     assert error is None, error.message
     assert result.series is not None
     harness.reports(result)
@@ -70,7 +71,7 @@ def reviewed(tmp_path: Path, data: bytes) -> Review:
 def refused(tmp_path: Path, data: bytes) -> ReviewerError:
     path = tmp_path / "thread.mbox"
     path.write_bytes(data)
-    _, error = review(Request(target=str(path), cwd=tmp_path))
+    _, error = review(ReviewRequest(SourceOptions(target=str(path), cwd=tmp_path)))
     assert error is not None and error.status == ExitStatus.FETCH and isinstance(error, InputError)
     assert error.message.startswith(f"{path}: ") and "\n" not in error.message and error.hint
     return error
@@ -157,7 +158,7 @@ def test_a_commit_with_an_absurd_subject_is_refused_by_name(kernel_repo: Path) -
     """The git range path: format-patch output goes through the same border."""
     (kernel_repo / "mm" / "dmapool.c").write_text((kernel_repo / "mm" / "dmapool.c").read_text() + "\n")
     git(kernel_repo, "commit", "-qam", "mm/dmapool: " + "word " * 25_000)
-    _, error = review(Request(target="HEAD~1..HEAD", cwd=kernel_repo))
+    _, error = review(ReviewRequest(SourceOptions(target="HEAD~1..HEAD", cwd=kernel_repo)))
     assert isinstance(error, InputError) and error.message.startswith("commit 1 of the range: its Subject header is 1")
 
 

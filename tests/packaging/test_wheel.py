@@ -149,14 +149,14 @@ def test_the_wheel_carries_the_rules_and_only_the_demo_fixtures(venv: Path, tmp_
     data = sorted(n for n in names if not n.endswith(".py") and ".dist-info/" not in n)
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
     assert data == sorted([*(f"reviewer/rules/shipped/{n}" for n in [*rules, "README.md"]),
-                           f"reviewer/cli/demo_data/{DEMO_MBOX}", "reviewer/cli/demo_data/kernel-mini.tar", "reviewer/kernel/guest_init.c"])
+                           f"reviewer/demo_data/{DEMO_MBOX}", "reviewer/demo_data/kernel-mini.tar", "reviewer/kernel/guest_init.c"])
     assert not [n for n in names if n.startswith(("fixtures/", "rules/", "tests/"))]
     with zipfile.ZipFile(wheel) as zf:
         for name in rules + ["README.md"]:
             assert zf.read(f"reviewer/rules/shipped/{name}") == (ROOT / "rules" / name).read_bytes()
-        assert zf.read(f"reviewer/cli/demo_data/{DEMO_MBOX}") == (FIXTURES / "series" / DEMO_MBOX).read_bytes()
+        assert zf.read(f"reviewer/demo_data/{DEMO_MBOX}") == (FIXTURES / "series" / DEMO_MBOX).read_bytes()
         assert zf.read("reviewer/kernel/guest_init.c") == (ROOT / "reviewer" / "kernel" / "guest_init.c").read_bytes()
-        (tmp_path / "t.tar").write_bytes(zf.read("reviewer/cli/demo_data/kernel-mini.tar"))
+        (tmp_path / "t.tar").write_bytes(zf.read("reviewer/demo_data/kernel-mini.tar"))
     # The tar holds the demo tree as git records it: every file, its mode, the symlink as a symlink.
     tree = FIXTURES / "kernel-mini"
     with tarfile.open(tmp_path / "t.tar") as tar:

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.request import ReviewRequest, SourceOptions
 from tests.conftest import SERIES
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -20,7 +21,7 @@ CASES = {"demo-v4": "loongarch-vdso-getrandom-v4.mbox", "missing-2of3": "missing
 
 
 def _review(name: str):  # type: ignore[no-untyped-def]
-    result, error = review(Request(target=str(SERIES / CASES[name]), cwd=SERIES))
+    result, error = review(ReviewRequest(SourceOptions(target=str(SERIES / CASES[name]), cwd=SERIES)))
     assert error is None
     return result
 

@@ -15,8 +15,9 @@ import pytest
 
 from reviewer.ktap import Result
 from reviewer.model import BenchResult, Review, TestRun
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import email as reply_mail
+from reviewer.request import ReviewRequest, SelftestOptions, SourceOptions
 from tests.conftest import SERIES
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -38,7 +39,8 @@ def no_select_mbox(dest: Path) -> Path:
 
 
 def _review(target: Path, tree: Path | None) -> Review:
-    result, error = review(Request(target=str(target), cwd=target.parent, tree=tree, no_tests=True))
+    result, error = review(ReviewRequest(SourceOptions(target=str(target), cwd=target.parent, tree=tree),
+                                         selftests=SelftestOptions(no_tests=True)))
     assert error is None, error
     return result
 

@@ -11,9 +11,10 @@ import pytest
 from rich.console import Console
 
 from reviewer.model import Review
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import email as reply_mail
 from reviewer.report import terminal
+from reviewer.request import ReviewRequest, SelftestOptions, SourceOptions
 from reviewer.tree.plainrepo import build_base_repo
 from tests.conftest import FIXTURES, SERIES
 from tests.report import gitseries
@@ -46,7 +47,8 @@ def made(base: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path
 
 
 def reviewed(target: Path, tree: Path) -> Review:
-    result, error = review(Request(target=str(target), cwd=target.parent, tree=tree, no_tests=True))
+    result, error = review(ReviewRequest(SourceOptions(target=str(target), cwd=target.parent, tree=tree),
+                                         selftests=SelftestOptions(no_tests=True)))
     assert result.series is not None, error
     return result
 

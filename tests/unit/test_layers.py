@@ -1,6 +1,7 @@
 """The layering rule of the style guide, read from every module's imports (with `ast`, imports inside
 functions included): the stages import the kernel layer and never each other; reviewer/kernel/ imports
-no stage, no report/ and no cli/; nothing outside cli/ imports cli/ (reviewer/__main__.py starts it)."""
+no stage, no report/ and no cli/; nothing outside cli/ imports cli/ (reviewer/__main__.py starts it), and
+nothing outside cli/ imports typer: the application (reviewer/app.py) is called by a bot as by the CLI."""
 from __future__ import annotations
 
 import ast
@@ -46,9 +47,13 @@ def violations(path: Path, module: str) -> list[str]:
     found = []
     for name in _imports(path, module):
         theirs = _top(name)
+        if name.split(".")[0] == "typer" and mine != "cli":
+            found.append(f"{module} imports {name}: only cli/ imports typer")
         if not theirs or theirs == mine:
             continue
-        if theirs == "cli" and module != "reviewer.__main__":
+        if theirs == "cli" and module == "reviewer.app":
+            found.append(f"{module} imports {name}: the application imports no cli/")
+        elif theirs == "cli" and module != "reviewer.__main__":
             found.append(f"{module} imports {name}: nothing imports cli/")
         elif mine == "kernel" and theirs in (*STAGES, "report", "cli", "pipeline"):
             found.append(f"{module} imports {name}: kernel/ imports no stage, no report/, no cli/")
@@ -76,7 +81,7 @@ def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
 
 
 # Import cycles (files, and packages) left to their owners: cli/review.py imports cli/commands.py for its sub-commands,
-# which import its options back; proc.py makes private directories with run/, whose sandbox runs through proc.py.
+# which import its options back.
 KNOWN_CYCLES = [["reviewer.cli.commands", "reviewer.cli.review"]]
 
 
@@ -133,3 +138,13 @@ def test_no_import_cycle_between_files_or_packages() -> None:
 
 def test_the_cycle_check_finds_one() -> None:
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_the_rule_keeps_typer_in_cli(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import typer\n\ndef f() -> None:\n    from reviewer.cli.review import exit_for\n")
+    assert violations(probe, "reviewer.app") == [
+        "reviewer.app imports typer: only cli/ imports typer",
+        "reviewer.app imports reviewer.cli.review.exit_for: the application imports no cli/",
+    ]
+    assert violations(probe, "reviewer.cli.review") == []

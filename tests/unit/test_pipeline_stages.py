@@ -21,9 +21,10 @@ from reviewer.cli import _dispatch
 from reviewer.errors import CommandError, ExitStatus
 from reviewer.kernel import kconfig
 from reviewer.model import BenchResult, BootResult, Review, StageStatus
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.request import BootOptions, CheckOptions, ReviewRequest, SelftestOptions, SourceOptions
 from reviewer.series import lore, msgid
 from reviewer.series import target as targets
 from tests.conftest import SERIES, git
@@ -97,8 +98,9 @@ def test_boot_lists_its_tests_once_and_builds_the_base_and_the_patched_commit(ke
 
     monkeypatch.setattr(runner, "side", side)
     monkeypatch.setenv("REVIEWER_BOOT_CACHE", str(tmp_path / "boot-cache"))
-    result, _ = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, boot=True,
-                               rules_dirs=(_rule_dir(tmp_path),)))
+    result, _ = review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                                     checks=CheckOptions(checkpatch=False, rules_dirs=(_rule_dir(tmp_path),)),
+                                     boot=BootOptions(run=True)))
     assert listings == [["kunit:demo"]]  # once: the runner is handed the pipeline's listing
     assert result.apply is not None and set(built) == {"base", "patched"}
     base_repo, base_commit = built["base"]
@@ -128,7 +130,7 @@ def test_the_terminal_marks_a_benchmark_slower_than_the_requested_threshold() ->
 
 
 def test_the_request_threshold_reaches_the_review(tmp_path: Path) -> None:
-    result, error = review(Request(target=str(DEMO), cwd=tmp_path, slower_than=1.6))
+    result, error = review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path), selftests=SelftestOptions(slower_than=1.6)))
     assert error is None and result.slower_than == 1.6
 
 
@@ -157,7 +159,7 @@ def test_the_load_stage_gets_them_from_the_config_not_from_git(tmp_path: Path, m
         raise CommandError(("git", "x"), 1, "", "stop here", None)
 
     monkeypatch.setattr(targets, "load", load)
-    review(Request(target=str(DEMO), cwd=tmp_path))
+    review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path)))
     assert [(r.configured_url, r.cache_minutes, r.fresh_seconds) for r in seen] == [("http://127.0.0.1:7/inbox/", 0.0, 0.0)]
 
 

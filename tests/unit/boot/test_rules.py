@@ -11,8 +11,9 @@ import pytest
 from reviewer import boot
 from reviewer.boot.intests import InTest, describe, from_rule, from_rules, relevant
 from reviewer.errors import ConfigError, ExitStatus
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import json as json_report
+from reviewer.request import CheckOptions, ReviewRequest, SourceOptions
 from reviewer.rules import RULES_DIR, load_rule, load_rules
 from reviewer.rules.schema import InKernelTest
 from tests.conftest import SERIES, git
@@ -154,7 +155,8 @@ def _overflow_series(repo: Path, out: Path) -> Path:
 
 def test_a_triggered_rule_names_its_kunit_suite_and_the_report_says_how_it_would_boot(kernel_repo: Path, tmp_path: Path) -> None:
     mbox = _overflow_series(kernel_repo, tmp_path)
-    result, error = review(Request(target=str(mbox), cwd=tmp_path, tree=kernel_repo, checkpatch=False))
+    result, error = review(ReviewRequest(SourceOptions(target=str(mbox), cwd=tmp_path, tree=kernel_repo),
+                                         checks=CheckOptions(checkpatch=False)))
     assert error is None
     stage = next(st for st in result.stages if st.name == "boot")
     assert str(stage.status) == "skipped"
@@ -179,8 +181,8 @@ kind = "dmapool"
 config = "DMAPOOL_TEST"
 extra_config = ["SYSFS"]
 """)
-    result, error = review(Request(target=str(SERIES / "loongarch-vdso-getrandom-v4.mbox"), cwd=tmp_path, tree=kernel_repo,
-                                   checkpatch=False, rules_dirs=(rules,)))
+    demo = SourceOptions(target=str(SERIES / "loongarch-vdso-getrandom-v4.mbox"), cwd=tmp_path, tree=kernel_repo)
+    result, error = review(ReviewRequest(demo, checks=CheckOptions(checkpatch=False, rules_dirs=(rules,))))
     assert error is None
     detail = next(st for st in result.stages if st.name == "boot").detail
     assert detail.startswith("would boot kunit:overflow: tinyconfig + CONFIG_KUNIT=y CONFIG_OVERFLOW_KUNIT_TEST=y, booted under QEMU"

@@ -19,9 +19,10 @@ from reviewer.boot.intests import InTest
 from reviewer.kernel import kconfig, qemu
 from reviewer.ktap import Result
 from reviewer.model import TestRun
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
 from reviewer.report import json as json_report
 from reviewer.report import terminal
+from reviewer.request import BootOptions, CheckOptions, ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 from reviewer.selftests import stage as selftest_stage
 from tests.conftest import SERIES, git
 
@@ -39,7 +40,8 @@ def test_run_stamp_is_utc_time_and_pid() -> None:
     first, second = config.run_stamp(), config.run_stamp()
     assert re.fullmatch(rf"\d{{8}}T\d{{6}}Z-{os.getpid()}(-\d+)?", first)
     assert second != first and second.startswith(first.split("-")[0])  # two runs of one process never share a directory
-    assert Request(target="x").run_stamp != "" and Request(target="x", run_stamp=STAMP).run_stamp == STAMP
+    assert ReviewRequest(SourceOptions(target="x")).run.stamp != ""
+    assert ReviewRequest(SourceOptions(target="x"), run=RunOptions(stamp=STAMP)).run.stamp == STAMP
 
 
 def test_default_is_under_xdg_state_home(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -147,8 +149,10 @@ config = "DEMO_KUNIT_TEST"
 
 
 def test_boot_console_logs_go_to_the_run_log_dir_and_the_reports_say_where(kernel_repo: Path, tmp_path: Path, fake: FakeIntests) -> None:
-    request = Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, boot=True, rules_dirs=(_rule_dir(tmp_path),),
-                      run_stamp=STAMP)
+    request = ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                            checks=CheckOptions(checkpatch=False, rules_dirs=(_rule_dir(tmp_path),)),
+                            boot=BootOptions(run=True),
+                            run=RunOptions(stamp=STAMP))
     result, error = review(request)
     assert error is None, error
     where = state() / "reviewer" / "logs" / STAMP
@@ -162,14 +166,18 @@ def test_boot_console_logs_go_to_the_run_log_dir_and_the_reports_say_where(kerne
 
 
 def test_log_dir_from_the_request_then_git_config(kernel_repo: Path, tmp_path: Path, fake: FakeIntests) -> None:
-    asked = Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, boot=True, rules_dirs=(_rule_dir(tmp_path),),
-                    run_stamp=STAMP, log_dir=tmp_path / "ci-logs")
+    asked = ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                          checks=CheckOptions(checkpatch=False, rules_dirs=(_rule_dir(tmp_path),)),
+                          boot=BootOptions(run=True),
+                          run=RunOptions(stamp=STAMP, log_dir=tmp_path / "ci-logs"))
     assert review(asked)[0].boot == {"accel": "tcg", "config": {"plain": ["CONFIG_KUNIT=y"]},
                                      "logs": {"base/plain": str(tmp_path / "ci-logs" / STAMP / "boot-base-plain.log")},
                                      "log_dir": str(tmp_path / "ci-logs" / STAMP)}
     git(kernel_repo, "config", "reviewer.logDir", str(tmp_path / "configured"))
-    review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, boot=True, rules_dirs=(_rule_dir(tmp_path),),
-                   run_stamp=STAMP))
+    review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                         checks=CheckOptions(checkpatch=False, rules_dirs=(_rule_dir(tmp_path),)),
+                         boot=BootOptions(run=True),
+                         run=RunOptions(stamp=STAMP)))
     assert fake.log_dir == tmp_path / "configured" / STAMP
 
 
@@ -177,7 +185,10 @@ def test_selftest_output_goes_to_the_run_log_dir(kernel_repo: Path, tmp_path: Pa
     runs = (TestRun("vDSO:vdso_test_getrandom", "base", "plain", Result.PASS, 0.1, "", "ok 1\n"),
             TestRun("vDSO:vdso_test_getrandom", "patched", "plain", Result.PASS, 0.1, "", "ok 1\n"))
     monkeypatch.setattr(pipeline, "_run_tests", lambda *_args: selftest_stage.SelftestResults(runs, (), ()))
-    result, error = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False, run_tests=True, run_stamp=STAMP))
+    result, error = review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                                         checks=CheckOptions(checkpatch=False),
+                                         selftests=SelftestOptions(run=True),
+                                         run=RunOptions(stamp=STAMP)))
     assert error is None, error
     where = state() / "reviewer" / "logs" / STAMP / "selftests"
     assert sorted(p.name for p in where.iterdir()) == ["base-plain-vDSO_vdso_test_getrandom.log",
@@ -186,7 +197,8 @@ def test_selftest_output_goes_to_the_run_log_dir(kernel_repo: Path, tmp_path: Pa
 
 
 def test_nothing_to_keep_makes_no_directory(kernel_repo: Path, tmp_path: Path) -> None:
-    result, error = review(Request(target=str(DEMO), cwd=tmp_path, tree=kernel_repo, checkpatch=False))
+    result, error = review(ReviewRequest(SourceOptions(target=str(DEMO), cwd=tmp_path, tree=kernel_repo),
+                                         checks=CheckOptions(checkpatch=False)))
     assert error is None and result.boot is None
     assert not (state() / "reviewer" / "logs").exists()
 

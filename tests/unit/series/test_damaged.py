@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from reviewer.model import Level
-from reviewer.pipeline import Request, review
+from reviewer.pipeline import review
+from reviewer.request import ReviewRequest, SourceOptions
 from reviewer.series import fetch
 from reviewer.series.patchparse import Damage, read_diff, split_message
 from tests.unit.series.test_patchparse import DIFFS, git_view, our_view
@@ -116,7 +117,7 @@ def test_the_hunks_after_the_damage_are_still_read() -> None:
 
 
 def test_parse_stage_reports_the_damage_and_reviews_the_rest(tmp_path: Path) -> None:
-    result, error = review(Request(target=str(DIFFS / "series-damaged-2of3.mbox"), cwd=tmp_path))
+    result, error = review(ReviewRequest(SourceOptions(target=str(DIFFS / "series-damaged-2of3.mbox"), cwd=tmp_path)))
     assert error is None and result.series is not None
     damaged = [f for f in result.findings if f.rule == "patch-damaged"]
     assert [(f.patch, f.level, f.path, f.line) for f in damaged] == [(2, Level.ERROR, "mm/dmapool.c", 102)]
@@ -127,7 +128,7 @@ def test_parse_stage_reports_the_damage_and_reviews_the_rest(tmp_path: Path) -> 
 
 
 def test_parse_stage_warns_of_a_patch_without_a_diff(tmp_path: Path) -> None:
-    result, error = review(Request(target=str(DIFFS / "no-hunk-header.mbox"), cwd=tmp_path))
+    result, error = review(ReviewRequest(SourceOptions(target=str(DIFFS / "no-hunk-header.mbox"), cwd=tmp_path)))
     assert error is None
     (found,) = [f for f in result.findings if f.rule.startswith("patch-")]
     assert (found.rule, found.level, found.patch) == ("patch-no-diff", Level.WARNING, 1)

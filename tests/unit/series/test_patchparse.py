@@ -352,16 +352,19 @@ def _numstat_z(diff: str, cwd: Path) -> dict[str, tuple[int, int]]:
 def test_a_failed_apply_names_the_file_and_hunk_unquoted(quoted_patch: tuple[Path, str], tmp_path: Path) -> None:
     """git's apply errors name the file unquoted (`error: patch failed: dir/über.c:1`): the report finds
     the hunk of that file, and every report (JSON, terminal, reply) shows the name as it is."""
-    from reviewer.pipeline import Request, review
+    from reviewer.pipeline import review
     from reviewer.report import email as reply_mail
     from reviewer.report import json as json_report
+    from reviewer.request import CheckOptions, ReviewRequest, SelftestOptions, SourceOptions
 
     repo, patch = quoted_patch
     git(repo, "reset", "-q", "--hard", "HEAD~1")
     (repo / "dir/über.c").write_text((repo / "dir/über.c").read_text().replace("line 0.7", "line seven"))
     _commit_all(repo, "a conflicting change")
     (mbox := tmp_path / "quoted.mbox").write_text(patch)
-    result, error = review(Request(target=str(mbox), cwd=tmp_path, tree=repo, no_tests=True, checkpatch=False))
+    result, error = review(ReviewRequest(SourceOptions(target=str(mbox), cwd=tmp_path, tree=repo),
+                                         checks=CheckOptions(checkpatch=False),
+                                         selftests=SelftestOptions(no_tests=True)))
     assert error is not None and error.status == 5, error
     assert result.series is not None
     hunk = next((h for f in result.series.patches[0].files if f.path == "dir/über.c" for h in f.hunks), None)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from reviewer import config
+from reviewer import config, hook
 from reviewer.apply import base as apply_base
-from reviewer.cli import hook
 from reviewer.kernel import srctree
 from reviewer.kernelscripts import cachekeys
 from reviewer.model import Person, Series

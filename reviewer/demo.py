@@ -1,7 +1,7 @@
 """The bundled demo: the LoongArch vDSO getrandom() v4 series and a kernel-shaped tree.
 
 In a clone (and an editable install) they are read from fixtures/; a built wheel carries a copy,
-reviewer/cli/demo_data/ (setup.py), with the tree as a tar: a wheel cannot hold its symlink.
+reviewer/demo_data/ (setup.py), with the tree as a tar: a wheel cannot hold its symlink.
 """
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ from reviewer.errors import ConfigError
 from reviewer.tree.plainrepo import build_base_repo
 
 MBOX_NAME = "loongarch-vdso-getrandom-v4.mbox"
-_HERE = Path(str(resources.files(__package__ or "reviewer.cli")))
+_HERE = Path(str(resources.files("reviewer")))
 PACKAGED = _HERE / "demo_data"  # in a wheel: the mbox and kernel-mini.tar
-FIXTURES = _HERE.parents[1] / "fixtures"  # in a clone
+FIXTURES = _HERE.parent / "fixtures"  # in a clone
 
 
 def sources() -> tuple[Path, Path]:
