@@ -16,7 +16,7 @@ from pathlib import Path
 import typer
 
 from reviewer.cli.commands import sub_app
-from reviewer.cli.review import review_app
+from reviewer.cli.review import ReviewHelp, review_app
 from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.run import ending
 from reviewer.store import dirs, diskfull
@@ -24,6 +24,8 @@ from reviewer.store import dirs, diskfull
 # Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
 # where it is used.
+
+ReviewHelp.others = sub_app  # the review's --help lists the other commands too
 
 SUBCOMMANDS = {"demo", "rules", "guest-root", "install-hook", "uninstall-hook", "pre-push"}
 

@@ -9,8 +9,9 @@ import typer
 
 # The demo and hook code is imported where it is used (start-up time, see cli/review.py).
 from reviewer import app
-from reviewer.cli.review import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
+from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ExitStatus, UsageError
+from reviewer.kernel import arches
 from reviewer.report import formats
 from reviewer.request import ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 
@@ -53,16 +54,16 @@ def demo_command(*, fmt: FormatOpt = formats.DEFAULT, debug: DebugOpt = False, c
 
 
 @sub_app.command("guest-root", cls=WideHelp,
-                 help="Make the root file system --run-on vm boots for another architecture (e.g. ppc64le), from its Debian packages.")
+                 help=f"Make the root file system --run-on vm boots for another architecture (e.g. {arches.rooted()[0]}), "
+                      "from its Debian packages.")
 def guest_root_command(
     arch: Annotated[str, typer.Argument(metavar="ARCH",
-                                        help="The guest architecture: ppc64le or arm64 (ppc32, riscv64 and s390x need none).")],
+                                        help=f"The guest architecture: {arches.spoken(arches.rooted(), 'or')} "
+                                             f"({arches.spoken(arches.initramfs_guests(), 'and')} need none).")],
 ) -> None:
     from reviewer.kernel import guestroot as root
-    from reviewer.kernel.arches import GUESTS
-
-    g = GUESTS.get(arch)
-    others = ", ".join(n for n, a in GUESTS.items() if not a.native and not a.initramfs)
+    g = arches.GUESTS.get(arch)
+    others = ", ".join(arches.rooted())
     if g is not None and g.initramfs:
         raise UsageError(f"guest-root {arch!r}: a {arch} guest needs no root (it boots an initramfs of the tests and reviewer's own init)",
                          f"roots are made for: {others}")

@@ -2,21 +2,20 @@
 (report/formats.py), a reply (report/outgoing.py) -> an exit status."""
 from __future__ import annotations
 
-import math
-import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 import typer.core
 import typer.main
-from typer._types import TyperChoice  # typer's choice type: what it makes of an Enum's values
 
 from reviewer import app
+from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ConfigError, UsageError
+from reviewer.kernel import arches
 from reviewer.report import email as reply_mail
 from reviewer.report import formats
 from reviewer.report import outgoing as replies
@@ -27,65 +26,16 @@ from reviewer.verdict import BENCH_RUNS
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext  # typer's own copy of click
     from typer._click import HelpFormatter
-    from typer._click import Parameter as ClickParameter
 
 # Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
 # only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
 # where it is used.
 
-HELP_WIDTH = 120  # columns of --help when stdout is not a terminal (rich's default, 80, cut the option names)
-
-
-class WideHelp(typer.core.TyperCommand):
-    """typer's rich --help, as wide as the report when piped or redirected (COLUMNS still rules)."""
-
-    def format_help(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
-        from typer import rich_utils
-
-        if not sys.stdout.isatty() and not os.environ.get("COLUMNS") and not os.environ.get("TERMINAL_WIDTH"):
-            rich_utils.MAX_WIDTH = HELP_WIDTH
-        super().format_help(ctx, formatter)
-
-    def parse_args(self, ctx: ClickContext, args: list[str]) -> list[str]:
-        _refuse_blank_and_nan(self, ctx, args)
-        return super().parse_args(ctx, args)
-
-
-def _refuse_blank_and_nan(command: typer.core.TyperCommand, ctx: ClickContext, args: list[str]) -> None:
-    """What click takes without a word: an empty value (an empty path is Path('.'): `review ''` reviewed the
-    current directory, `--tree ''` it too) and a number that is not finite (NaN passes every range check:
-    `--test-timeout nan` was no limit at all). Read from the words as given, before click converts them."""
-    values, _, _ = command.make_parser(ctx).parse_args(args=list(args))
-    params = {p.name: p for p in command.get_params(ctx)}
-    for name, given in values.items():
-        param = params.get(name)
-        for value in given if isinstance(given, list) else [given]:
-            if param is None or not isinstance(value, str):  # a flag's value, not a word
-                continue
-            if not value.strip():
-                path = param.type.name == "path"
-                raise _refused("an empty value", param, ctx,
-                               "for the current directory, say `.`" if path else "give it a value, or leave it out")
-            if param.type.name in ("float", "float range") and not math.isfinite(_number(value)):
-                raise _refused(f"{value!r} is not a finite number", param, ctx, "`review --help` gives the range it takes")
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        return 0.0  # not a number at all: click says so in its own words
-
-
-def _refused(why: str, param: ClickParameter, ctx: ClickContext, hint: str) -> typer.BadParameter:
-    error = typer.BadParameter(why, ctx, param)
-    error.hint = hint  # type: ignore[attr-defined]  # read by cli/__init__.py's _usage
-    return error
-
-
 class ReviewHelp(WideHelp):
     """The review command's --help also lists the other commands: they are another typer app (see
-    cli/__init__.py), which the review's own help would not name."""
+    cli/__init__.py), which the review's own help would not name; cli/__init__.py hands them over."""
+
+    others: typer.Typer | None = None
 
     def format_help(self, ctx: ClickContext, formatter: HelpFormatter) -> None:
         from typer import rich_utils
@@ -100,9 +50,9 @@ def _commands_panel(width: int | None) -> None:
     from rich.panel import Panel
     from rich.table import Table
 
-    from reviewer.cli.commands import sub_app
-
-    group = typer.main.get_group(sub_app)
+    if ReviewHelp.others is None:
+        return
+    group = typer.main.get_group(ReviewHelp.others)
     table = Table(show_header=False, box=None, expand=True, padding=(0, 1))
     table.add_column(style="bold cyan", no_wrap=True)
     table.add_column(ratio=10)
@@ -115,17 +65,7 @@ def _commands_panel(width: int | None) -> None:
 
 
 
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as git and b4 have it (a subcommand's context inherits it)
 review_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, context_settings=HELP_OPTIONS)
-FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", click_type=TyperChoice(tuple(formats.FORMATS)),
-                                           help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or "
-                                                "checkpatch (lines for b4 prep --check); the last two read one message "
-                                                "on stdin (TARGET -).")]
-DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
-ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color",
-                                               help="Force colour on or off (default: when stdout is a terminal and NO_COLOR is not set).")]
-
-
 def _version(*, asked: bool) -> None:
     """--version: the installed package's version, then exit 0 (eager: nothing else is parsed or checked)."""
     if asked:
@@ -177,9 +117,9 @@ def main_command(  # keyword-only: typer passes every option by name
     build_timeout: Annotated[float, typer.Option("--build-timeout", min=10.0, metavar="SECONDS",
                                                  help="Wall-clock seconds for all of --build before it stops.")] = 1800.0,
     arch: Annotated[str | None, typer.Option("--arch", metavar="LIST",
-                                             help="Build for these targets instead of the series' own (x86_64, ppc64le, ppc32, arm64, arm, "
-                                                  "riscv64, s390x, loongarch); the first is also the guests' architecture with --run-on vm "
-                                                  "(x86_64, ppc64le, ppc32, arm64, riscv64, s390x).")] = None,
+                                             help=f"Build for these targets instead of the series' own ({', '.join(arches.BY_NAME)}); "
+                                                  "the first is also the guests' architecture with --run-on vm "
+                                                  f"({', '.join(arches.GUESTS)}).")] = None,
     boot: Annotated[bool, typer.Option("--boot",
                                        help="Build and boot base and patched kernels under QEMU for the relevant in-kernel tests "
                                             "(dmapool_test, KUnit).")] = False,
@@ -333,9 +273,7 @@ def _envs(text: str) -> tuple[str, ...]:
 def _arches(text: str | None) -> tuple[str, ...]:
     if not text:
         return ()
-    from reviewer.kernel.arches import BY_NAME as TARGETS
-
-    return _choices("--arch", text, TARGETS, "build target")
+    return _choices("--arch", text, arches.BY_NAME, "build target")
 
 
 def _boot_envs(text: str) -> tuple[str, ...]:
@@ -387,10 +325,3 @@ def _confirm(question: str) -> bool:
     if not sys.stdin.isatty():
         raise UsageError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
     return typer.confirm(question, default=False, err=True)
-
-
-def exit_for(done: app.Reviewed, *, strict: bool) -> NoReturn:
-    """The exit: the error of the stage that stopped the review (cli/__init__.py says it), else the findings' status."""
-    if done.error is not None:
-        raise done.error
-    raise typer.Exit(done.status(strict=strict))

@@ -210,6 +210,21 @@ X86_64 = BY_NAME["x86_64"]  # the in-kernel tests' (boot/), and the guests' when
 _ARCH = re.compile(r"^arch/([^/]+)/")
 
 
+def rooted() -> list[str]:
+    """The guests that boot a Debian root file system `review guest-root` makes (not the machine's own, not an initramfs)."""
+    return [n for n, a in GUESTS.items() if not a.native and not a.initramfs]
+
+
+def initramfs_guests() -> list[str]:
+    """The guests that boot an initramfs of the tests and our own init, and need no root."""
+    return [n for n, a in GUESTS.items() if a.initramfs]
+
+
+def spoken(names: Sequence[str], last: str) -> str:
+    """NAMES as a sentence says them: "a", "a or b", "a, b and c" (LAST: "and" or "or")."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {last} {names[-1]}"
+
+
 def of_dir(srcarch: str) -> Arch | None:
     """The first architecture of the directory arch/SRCARCH/ (powerpc's: ppc64le), or None."""
     return next((a for a in ARCHES if a.srcarch == srcarch and not a.also_for), None)
