@@ -18,7 +18,9 @@ from reviewer import pipeline
 from reviewer.errors import ApplyError, ExitStatus, InputError, ReviewerError, SelftestError, UsageError
 from reviewer.model import Finding, Level, Review
 from reviewer.progress import Progress
+from reviewer.report import b4check
 from reviewer.request import ReviewRequest
+from reviewer.series import fetch, prep
 from reviewer.series import target as targets
 
 
@@ -45,8 +47,6 @@ def review(request: ReviewRequest, progress: Progress | None = None) -> Reviewed
 def b4_check(request: ReviewRequest, message: bytes) -> Reviewed:
     """b4's per-patch and series checks: review the series around MESSAGE (the one mail b4 passes on
     stdin), and keep the findings about that message (a cover letter: the series' own)."""
-    from reviewer.report import b4check
-    from reviewer.series import fetch
 
     if not message.strip():
         raise InputError("stdin: empty input, no mail in it", "b4 passes one message on standard input")
@@ -89,7 +89,6 @@ def resolved(request: ReviewRequest) -> Iterator[ReviewRequest]:
     if source.target is not None:
         yield replace(request, source=source)
         return
-    from reviewer.series import prep
 
     branch = prep.find(source.cwd)
     if branch is None:

@@ -41,14 +41,16 @@ from reviewer.progress import QUIET, Progress
 from reviewer.request import ReviewRequest, SourceOptions
 from reviewer.rules import RULES_DIR, Rule, evaluate, load_rules
 from reviewer.rules.engine import trigger_hits
+from reviewer.run import ending
 from reviewer.series import target as targets
 from reviewer.series.patchparse import ParsedDiff, read_diff
 from reviewer.store import threads as cache
 from reviewer.tree import git as tree_git
 from reviewer.tree.base import GitBaseTree
+from reviewer.tree.maintainers import dirs_after
 
 # The stages that need a kernel tree import their modules when they run: a review without a
-# tree (the most common, and b4 am's rival) does not pay for them at start-up.
+# tree (the most common, and b4 am's rival) does not pay for them (docs/design.md, "Imports kept lazy").
 if TYPE_CHECKING:
     from reviewer import kernelscripts
     from reviewer.apply import cache as applycache
@@ -334,7 +336,6 @@ def _build(run: _Run, request: ReviewRequest, series: Series, base: _Base, patch
     targets, _ = build.chosen(touched, request.build.arches)
     if not targets:
         return skipped("the series changes nothing the kernel build compiles")
-    from reviewer.run import ending
 
     ending.say(f"build: the base and {len(series.patches)} patch(es) for {', '.join(t.name for t in targets)}: "
                f"{build.cost(targets, len(commits))}")
@@ -378,7 +379,6 @@ def _selftests(run: _Run, request: ReviewRequest, series: Series, base: _Base, p
     assert request.source.tree is not None
     where = placement.decide(series.touched, request.selftests.run_on, request.source.tree, request.build.arches)
     if where.root is not None and request.selftests.run_on == "vm":  # guests asked for, and only their root is missing: made here
-        from reviewer.run import ending
 
         where = placement.make_root(where, lambda line: ending.say(f"selftests: {line}"))
     if where.missing and request.selftests.run_on == "vm":  # asked for and impossible: nothing is run on the host instead
@@ -386,7 +386,6 @@ def _selftests(run: _Run, request: ReviewRequest, series: Series, base: _Base, p
                                     hint="; ".join(x for x in (where.fix, "--run-on host runs them on this machine's kernel") if x)))
         return skipped(f"would run {names} in the series' kernels, but {where.lacking}")
     if where.missing:  # auto: on the host, said before it starts and in the report, never silently
-        from reviewer.run import ending
 
         ending.say(f"selftests: on this machine's kernel, not in the series' kernels: {where.lacking}")
     logs = config.run_log_dir(run.config, request.run.log_dir, request.run.stamp) / "selftests"  # checked again before anything runs
@@ -449,7 +448,6 @@ def _boot(run: _Run, request: ReviewRequest, series: Series, base: _Base, patche
 
 def _choose(run: _Run, request: ReviewRequest, series: Series, base: _Base) -> list[Chosen]:
     from reviewer.selftests.choose import Chosen, TestRef, choose
-    from reviewer.tree.maintainers import dirs_after
 
     if request.selftests.tests:
         return [Chosen(TestRef.parse(t), ("--tests",)) for t in request.selftests.tests]
@@ -495,7 +493,6 @@ def _run_tests(applied: _Applied, request: ReviewRequest, in_vm: Arch | None = N
 def _guest_kernels(applied: _Applied, request: ReviewRequest, arch: Arch) -> tuple[inguest.Kernels, selftest_stage.SelftestResults]:
     """The base and patched kernels the tests boot (built, or from the tree's kernel cache), and the build rows and findings."""
     from reviewer.kernel import cache_for, guest, guestkernel
-    from reviewer.run import ending
     from reviewer.selftests import inguest
     from reviewer.selftests import stage as selftest_stage
     from reviewer.selftests import where as placement

@@ -134,7 +134,7 @@ def _label(outcome: Trend, p: float, lo: float, hi: float, limit: float) -> str:
 
 
 def _mann_whitney_p(base: Sequence[float], patched: Sequence[float], alternative: str) -> float:
-    # Imported here, not at the top: scipy costs ~0.3 s to import, and only a comparison needs it.
+    # scipy costs ~0.57 s to import, and only a comparison needs it (docs/design.md, "Imports kept lazy").
     from scipy.stats import mannwhitneyu
 
     p = float(mannwhitneyu(list(patched), list(base), alternative=alternative).pvalue)

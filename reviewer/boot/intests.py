@@ -15,6 +15,7 @@ from pathlib import Path
 from reviewer.model import Patch
 from reviewer.rules.engine import trigger_hits
 from reviewer.rules.schema import InKernelTest, Rule
+from reviewer.run.sandbox import read_untrusted
 from reviewer.tree.testnames import test_stem
 
 
@@ -119,7 +120,6 @@ def makefile_symbol(makefile: Path, obj: str) -> str | None:
 def _read(path: Path) -> str | None:
     """PATH of the patched worktree, where sandboxed builds and tests have run: never through a symlink
     or blocking on a FIFO they may have left (None if it is not a plain file)."""
-    from reviewer.run.sandbox import read_untrusted
 
     try:
         return read_untrusted(path).decode(errors="replace")

@@ -21,9 +21,8 @@ from reviewer.errors import ExitStatus, ReviewerError
 from reviewer.run import ending
 from reviewer.store import dirs, diskfull
 
-# Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
-# only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
-# where it is used.
+# What only some runs need (rich, GitPython, scipy, the kernel stages) is imported where it is used:
+# docs/design.md, "Imports kept lazy".
 
 ReviewHelp.others = sub_app  # the review's --help lists the other commands too
 

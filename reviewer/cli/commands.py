@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
-# The demo and hook code is imported where it is used (start-up time, see cli/review.py).
-from reviewer import app
+from reviewer import app, hook
+from reviewer import demo as demo_mod
 from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ExitStatus, UsageError
 from reviewer.kernel import arches
 from reviewer.report import formats
 from reviewer.request import ReviewRequest, RunOptions, SelftestOptions, SourceOptions
+from reviewer.rules import doc as rulesdoc
 
 sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, context_settings=HELP_OPTIONS)
 
@@ -28,7 +29,6 @@ def rules_command(
     check: Annotated[Path | None, typer.Option("--check", metavar="DIR", help="Validate the rule files in DIR and exit.")] = None,
     rules: Annotated[list[Path] | None, typer.Option("--rules", metavar="DIR", help="Also list the rules in DIR.")] = None,
 ) -> None:
-    from reviewer.rules import doc as rulesdoc
 
     if check is not None:
         for line in rulesdoc.check_rules_dir(check):
@@ -41,7 +41,6 @@ def rules_command(
 def demo_command(*, fmt: FormatOpt = formats.DEFAULT, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     if formats.FORMATS[fmt].reads_message:
         raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
-    from reviewer import demo as demo_mod
 
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the
@@ -81,7 +80,6 @@ def install_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
     strict: Annotated[bool, typer.Option("--strict", help="Warnings block the push too.")] = False,
 ) -> None:
-    from reviewer import hook
 
     path, replaced = hook.install((repo or Path.cwd()).resolve(), strict=strict)
     print(f"review: {'updated' if replaced else 'installed'} the pre-push hook {path}")
@@ -91,7 +89,6 @@ def install_hook_command(
 def uninstall_hook_command(
     repo: Annotated[Path | None, typer.Option("-C", help="The repository (default: the current directory).")] = None,
 ) -> None:
-    from reviewer import hook
 
     path = hook.uninstall((repo or Path.cwd()).resolve())
     print(f"review: removed the pre-push hook {path}" if path else "review: no pre-push hook installed; nothing to do")
@@ -104,7 +101,6 @@ def pre_push_command(
     _url: Annotated[str, typer.Argument(metavar="URL")] = "",  # git gives the hook the remote's URL too; unused
     strict: Annotated[bool, typer.Option("--strict")] = False,
 ) -> None:
-    from reviewer import hook
 
     cwd = Path.cwd().resolve()
     top = hook.toplevel(cwd)

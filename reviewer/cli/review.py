@@ -12,7 +12,7 @@ import typer
 import typer.core
 import typer.main
 
-from reviewer import app
+from reviewer import app, config
 from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ConfigError, UsageError
 from reviewer.kernel import arches
@@ -21,15 +21,16 @@ from reviewer.report import formats
 from reviewer.report import outgoing as replies
 from reviewer.request import BootOptions, BuildOptions, CheckOptions, ReviewRequest, RunOptions, SelftestOptions, SourceOptions
 from reviewer.run.sandbox import ENVS, MAX_TEST_SECONDS
+from reviewer.tree import git as tree_git
+from reviewer.tree import kerneltop
 from reviewer.verdict import BENCH_RUNS
 
 if TYPE_CHECKING:
     from typer._click import Context as ClickContext  # typer's own copy of click
     from typer._click import HelpFormatter
 
-# Start-up time is most of a small review's time (b4 itself takes ~0.15 s to start), so what
-# only some runs need (rich, GitPython, the mail, hook, demo and b4-check code) is imported
-# where it is used.
+# What only some runs need (rich, GitPython, scipy, the kernel stages) is imported where it is used:
+# docs/design.md, "Imports kept lazy".
 
 class ReviewHelp(WideHelp):
     """The review command's --help also lists the other commands: they are another typer app (see
@@ -234,7 +235,6 @@ def _preflight(p: _Preflight) -> None:
     """Exit 3 (a ConfigError naming the option) before any fetch or git work, rather than after the
     review, or as "git could not be started": the environment, the directories, the reply's file, and
     whether --send can ask. git config (reviewer.*) and the rules are checked next, by the pipeline."""
-    from reviewer import config
 
     config.check_environment()
     if p.repo is not None:
@@ -252,9 +252,6 @@ def _preflight(p: _Preflight) -> None:
 
 
 def _tree(tree: Path) -> None:
-    from reviewer import config
-    from reviewer.tree import git as tree_git
-    from reviewer.tree import kerneltop
 
     config.directory(tree, "--tree")
     if not tree_git.is_git_tree(tree):

@@ -41,6 +41,8 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from reviewer.errors import UsageError
+
 CLANG_VERSION = 19
 QEMU_DATA = "/usr/share/qemu"  # Debian's QEMU firmware (qemu-system-data)
 
@@ -284,6 +286,5 @@ def _kernel_code(path: str) -> bool:
 
 
 def _unknown(name: str) -> Arch:
-    from reviewer.errors import UsageError
 
     raise UsageError(f"unknown build architecture {name!r}", f"choose from: {', '.join(BY_NAME)}")

@@ -56,7 +56,7 @@ def text(value: str, *, name: bool = False, keep: str = "") -> str:
 
 def terminal(value: str, style: str = "", *, name: bool = False, keep: str = "") -> Text:
     """VALUE for rich: escaped as text() does (KEEP: a table cell's own line breaks), and never read as markup."""
-    from rich.text import Text  # rich only for the terminal report (start-up time: cli/review.py)
+    from rich.text import Text  # rich only for the terminal report (docs/design.md, "Imports kept lazy")
 
     return Text(text(value, name=name, keep=keep), style=style)
 

@@ -1,8 +1,8 @@
 """The output formats, an explicit registry: name -> how the review is written on stdout.
 
 `--format`'s choices and its checks come from FORMATS; a new format is one entry here (its module in
-report/) and its test. Each module is imported when its format is used: start-up time is most of a
-small review's time (rich alone takes ~0.1 s), so the JSON and b4 formats never load rich.
+report/) and its test. The terminal report is imported when it is used, so the JSON and b4 formats never
+load rich (docs/design.md, "Imports kept lazy").
 """
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from reviewer.model import Review
-from reviewer.progress import QUIET, Progress
+from reviewer.progress import QUIET, Display, Progress
+from reviewer.report import b4check
+from reviewer.report import json as json_report
 
 
 @dataclass(frozen=True)
@@ -58,21 +60,18 @@ def _terminal(review: Review, style: Style) -> None:
 
 
 def _json(review: Review, _style: Style) -> None:
-    from reviewer.report import json as json_report
 
     sys.stdout.write(json_report.dumps(review))
     sys.stdout.flush()
 
 
 def _b4_check(review: Review, style: Style) -> None:
-    from reviewer.report import b4check
 
     sys.stdout.write(json.dumps(b4check.results(list(review.findings), strict=style.strict), indent=2) + "\n")
     sys.stdout.flush()
 
 
 def _checkpatch(review: Review, _style: Style) -> None:
-    from reviewer.report import b4check
 
     sys.stdout.writelines(line + "\n" for line in b4check.checkpatch_lines(list(review.findings)))
     sys.stdout.flush()
@@ -100,7 +99,6 @@ def progress(name: str, *, color: bool | None) -> Progress:
         return QUIET
     from rich.console import Console
 
-    from reviewer.progress import Display
 
     err = Console(stderr=True, force_terminal=color, no_color=no_color(color=color))
     return Display(err) if err.is_terminal else QUIET

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from reviewer.errors import ConfigError, UsageError
 from reviewer.model import Review
 from reviewer.report import email as reply_mail
+from reviewer.report import send as mail
+from reviewer.series import msgid
 
 if TYPE_CHECKING:
     from reviewer.report import send as mail
@@ -71,7 +73,6 @@ class Mailer:
 
 def mailer(out: Outgoing, cwd: Path) -> Mailer:
     """The sender and, with --send, the transport, read from CWD's git config before the review runs."""
-    from reviewer.report import send as mail
 
     return Mailer(mail.sender(cwd), mail.transport(cwd) if out.send else None)
 
@@ -93,7 +94,6 @@ def in_reply_to(text: str | None) -> str | None:
     """--in-reply-to in any form a Message-ID is pasted in (`<id>`, `id`, a lore link), without <>."""
     if text is None:
         return None
-    from reviewer.series import msgid
 
     ref = msgid.parse(text)
     if ref is None or ref.truncated:
@@ -159,7 +159,6 @@ def _send(msgs: list[EmailMessage], transport: mail.Transport, cwd: Path, *, con
     if confirm is not None and not confirm(f"Send {len(msgs)} message(s) via {transport.where()}?"):
         say("review: nothing sent")
         return
-    from reviewer.report import send as mail
 
     for msg in msgs:
         mail.send(msg, transport, cwd)

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reviewer import ktap
+from reviewer.errors import ConfigError
 from reviewer.kernel import arches, guestroot
 from reviewer.kernel.arches import X86_64, Arch, host
 from reviewer.model import Finding, Level, TestRun
@@ -101,7 +102,6 @@ def decide(touched: Sequence[str], asked: str, tree: Path, only: Sequence[str] =
 def make_root(d: Decision, say: Callable[[str], None]) -> Decision:
     """D, a guest whose one lack is its root, with that root made from Debian's packages (asked for: --run-on vm), SAY
     hearing of each step; or what failed, and what makes it possible."""
-    from reviewer.errors import ConfigError
 
     assert d.root is not None
     g, start = d.root, time.monotonic()

@@ -18,7 +18,7 @@ from reviewer.tree import git as tree_git
 from reviewer.tree import kerneltop
 
 if TYPE_CHECKING:
-    import git  # GitPython: imported where a git range is read (~30 ms of start-up otherwise)
+    import git  # GitPython: only a git range needs it (docs/design.md, "Imports kept lazy")
 
 
 class Kind(StrEnum):

@@ -145,3 +145,39 @@ def test_the_rule_keeps_typer_in_cli(tmp_path: Path) -> None:
         "reviewer.app imports reviewer.cli.options.exit_for: the application imports no cli/",
     ]
     assert violations(probe, "reviewer.cli.review") == []
+
+
+# docs/design.md, "Imports kept lazy": what may be imported inside a function, because a run that does not need it
+# would measurably pay for it at start-up. Everything else is imported at the top of the module.
+LAZY = ("scipy", "numpy", "git", "reviewer.tree.repo", "rich", "typer.rich_utils", "reviewer.report.terminal", "reviewer.report.pager",
+        "reviewer.selftests", "reviewer.boot", "reviewer.compile", "reviewer.kernelscripts", "reviewer.kernel",
+        "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results")
+
+
+def imported_in_functions(path: Path) -> list[str]:
+    """What PATH imports inside a function (`from X import Y` as X.Y: a module or a name in one)."""
+    out = []
+    for fn in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import):
+                    out += [f"{node.lineno}: {a.name}" for a in node.names]
+                elif isinstance(node, ast.ImportFrom):
+                    out += [f"{node.lineno}: {'.' * node.level}{node.module}.{a.name}" for a in node.names]
+    return out
+
+
+def _lazy(name: str) -> bool:
+    return any(name == k or name.startswith(f"{k}.") for k in LAZY)
+
+
+def test_only_what_costs_start_up_is_imported_inside_a_function() -> None:
+    found = {_module(p): bad for p in MODULES if (bad := [i for i in imported_in_functions(p) if not _lazy(i.split(": ", 1)[1])])}
+    assert found == {}
+
+
+def test_the_lazy_import_check_finds_one(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\n\ndef f() -> None:\n    import json\n    from reviewer import config\n"
+                     "    from reviewer.boot import runner\n    from rich.text import Text\n")
+    assert [i for i in imported_in_functions(probe) if not _lazy(i.split(": ", 1)[1])] == ["4: json", "5: reviewer.config"]
