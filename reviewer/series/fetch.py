@@ -188,6 +188,32 @@ def _record(lmsg: b4.LoreMessage) -> postings.Mail:
                          ls.revision, ls.revision_inferred, lmsg.counter, lmsg.expected, lmsg.counters_inferred, ls.resend)
 
 
+@dataclass(frozen=True)
+class MailFacts:
+    """What the bot's series assembly needs of one message, read by b4 as `b4 am` reads it."""
+
+    mail: postings.Mail
+    change_id: str | None  # a cover letter's (or first patch's) `change-id:` line, as b4 reads it
+    patch_id: str | None  # `git patch-id --stable` of the diff, None for a mail without one
+    rfc: bool
+
+
+_CHANGE_ID = re.compile(r"^change-id:\s+(\S+)", re.MULTILINE | re.IGNORECASE)  # b4's LoreSeries.add_patch reads it so
+
+
+def mail_facts(data: bytes, where: str = "the mail") -> MailFacts:
+    """DATA (one message as an archive holds it) as assembly reads it; InputError when it is no mail."""
+    msg = parse_bytes(data, where)
+    with _b4_quiet():
+        ensure_msgids([msg])
+        mailnorm.normalise(msg)
+        _plain_prefixes([msg])
+        lmsg = b4.LoreMessage(msg)
+        found = _CHANGE_ID.search(lmsg.body) if lmsg.counter < 2 and not lmsg.reply else None
+        patch_id = lmsg.git_patch_id if lmsg.has_diff and not lmsg.reply else None
+        return MailFacts(_record(lmsg), found.group(1) if found else None, patch_id, bool(lmsg.lsubject.rfc))
+
+
 def _pull_request(thread: _Thread, source: str) -> Series | None:
     """A thread with no patches whose first mail that is not a reply is a `git request-pull`."""
     for lmsg in sorted(thread.lmsgs.values(), key=lambda m: m.date):

@@ -1,7 +1,9 @@
 """The layering rule of the style guide, read from every module's imports (with `ast`, imports inside
 functions included): the stages import the kernel layer and never each other; reviewer/kernel/ imports
 no stage, no report/ and no cli/; nothing outside cli/ imports cli/ (reviewer/__main__.py starts it), and
-nothing outside cli/ imports typer: the application (reviewer/app.py) is called by a bot as by the CLI."""
+nothing outside cli/ imports typer: the application (reviewer/app.py) is called by a bot as by the CLI.
+The bot (reviewer/bot/) sits on top: it may import the application and the stages' public names (none
+starting with `_`), and nothing but cli/ imports it."""
 from __future__ import annotations
 
 import ast
@@ -59,6 +61,10 @@ def violations(path: Path, module: str) -> list[str]:
             found.append(f"{module} imports {name}: kernel/ imports no stage, no report/, no cli/")
         elif mine in STAGES and theirs in STAGES:
             found.append(f"{module} imports {name}: a stage never imports another stage")
+        elif theirs == "bot" and mine != "cli":
+            found.append(f"{module} imports {name}: nothing but cli/ imports bot/")
+        elif mine == "bot" and any(p.startswith("_") and p != "__init__" for p in name.split(".")):
+            found.append(f"{module} imports {name}: bot/ uses only the public names of the layers below it")
     return found
 
 
@@ -80,6 +86,15 @@ def test_the_rule_catches_a_violation(tmp_path: Path) -> None:
     ]
 
 
+
+def test_the_rule_keeps_the_bot_on_top(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from reviewer.bot import feed\nfrom reviewer.series.fetch import _record, mail_facts\nfrom reviewer import app\n")
+    assert violations(probe, "reviewer.app") == ["reviewer.app imports reviewer.bot.feed: nothing but cli/ imports bot/"]
+    assert violations(probe, "reviewer.cli.bot") == []
+    assert violations(probe, "reviewer.bot.assemble") == [
+        "reviewer.bot.assemble imports reviewer.series.fetch._record: bot/ uses only the public names of the layers below it",
+    ]
 
 
 def _graph(unit: Callable[[str], str]) -> dict[str, set[str]]:

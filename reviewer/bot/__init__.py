@@ -1,0 +1,1 @@
+"""The review bot: feeds, series assembly, and (to come) policy, jobs, queue, workers, outbox."""
