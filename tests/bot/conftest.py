@@ -1,0 +1,37 @@
+"""A real list archive for the bot: a public-inbox v2 inbox behind public-inbox-httpd on 127.0.0.1, started
+once for the session; each test mirrors it with public-inbox-clone over HTTP, as a lore user would."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench._lore import Httpd, Inbox, make_inbox, start_httpd
+from tests.bot.mails import mail
+
+
+@pytest.fixture(scope="session")
+def archive(tmp_path_factory: pytest.TempPathFactory) -> Inbox:
+    tools = ("public-inbox-init", "public-inbox-mda", "public-inbox-httpd", "public-inbox-clone", "public-inbox-fetch")
+    missing = [c for c in tools if shutil.which(c) is None]
+    if missing:
+        pytest.fail(f"public-inbox is not installed (missing {', '.join(missing)}): `./dev test` installs it as root")
+    inbox = make_inbox(tmp_path_factory.mktemp("list-archive"))
+    inbox.deliver(mail("first@example.org", "the list's first mail", "hello\n"))  # an empty inbox answers 404
+    return inbox
+
+
+@pytest.fixture(scope="session")
+def server(archive: Inbox, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Httpd]:
+    httpd = start_httpd(archive, tmp_path_factory.mktemp("list-httpd") / "httpd.log")
+    yield httpd
+    httpd.stop()
+
+
+def clone(server: Httpd, dest: Path) -> Path:
+    """A mirror of the served inbox, made as `public-inbox-clone URL DIR` makes it."""
+    subprocess.run(["public-inbox-clone", "-q", server.url, str(dest)], check=True, capture_output=True, timeout=120)
+    return dest
