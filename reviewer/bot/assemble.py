@@ -68,11 +68,15 @@ class Assembled:
 
 
 def assemble(seen: Iterable[Seen], now: float, settle: float) -> list[Assembled]:
-    """The series of SEEN (one list's messages), oldest posting first, each with its readiness at NOW."""
-    by_id = {s.msgid: s for s in seen}
+    """The series of SEEN (one list's messages, in the order the feed read them), oldest posting first (by
+    its first message read), each with its readiness at NOW."""
+    by_id: dict[str, Seen] = {}
+    for s in seen:
+        by_id.setdefault(s.msgid, s)
+    order = {msgid: n for n, msgid in enumerate(by_id)}
     selection = postings.select(s.facts.mail for s in by_id.values())
     shaped = [_shape(p, by_id, now, settle) for p in selection.postings]
-    shaped.sort(key=lambda a: (min(by_id[m].seen_at for m in a.parts), a.key))
+    shaped.sort(key=lambda a: min(order[m] for m in a.parts))
     return _relate(shaped)
 
 

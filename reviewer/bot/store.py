@@ -28,7 +28,7 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS cursors (list TEXT NOT NULL, epoch INTEGER NOT NULL, last_commit TEXT NOT NULL,"
     " PRIMARY KEY (list, epoch))",
     # Per list: a series cross-posted to two lists is seen (and judged by the policy) on each.
-    "CREATE TABLE IF NOT EXISTS messages (list TEXT NOT NULL, msgid TEXT NOT NULL, epoch INTEGER NOT NULL,"
+    "CREATE TABLE IF NOT EXISTS messages (list TEXT NOT NULL, msgid TEXT NOT NULL, position INTEGER NOT NULL, epoch INTEGER NOT NULL,"
     " last_commit TEXT NOT NULL, seen_at DOUBLE PRECISION NOT NULL, facts TEXT NOT NULL, PRIMARY KEY (list, msgid))",
     "CREATE TABLE IF NOT EXISTS series (key TEXT PRIMARY KEY, list TEXT NOT NULL, identity TEXT NOT NULL,"
     " revision INTEGER NOT NULL, state TEXT NOT NULL, duplicate_of TEXT, supersedes TEXT, ready_at DOUBLE PRECISION NOT NULL,"
@@ -70,12 +70,15 @@ class Store:
         recorded before (by Message-ID), in order."""
         new = []
         with self._tx() as c:
+            # The feed's order (the archive's commits), kept as a number: seen_at ties within a batch.
+            position = int(c.execute("SELECT COALESCE(MAX(position), 0) FROM messages WHERE list = ?", (listname,)).fetchone()[0])
             for s in seen:
-                c.execute("INSERT INTO messages (list, msgid, epoch, last_commit, seen_at, facts) VALUES (?, ?, ?, ?, ?, ?)"
+                c.execute("INSERT INTO messages (list, msgid, position, epoch, last_commit, seen_at, facts) VALUES (?, ?, ?, ?, ?, ?, ?)"
                           " ON CONFLICT (list, msgid) DO NOTHING",
-                          (listname, s.msgid, s.epoch, s.commit, s.seen_at, json.dumps(facts_json(s.facts))))
+                          (listname, s.msgid, position + 1, s.epoch, s.commit, s.seen_at, json.dumps(facts_json(s.facts))))
                 if c.rowcount == 1:
                     new.append(s)
+                    position += 1
             for epoch, commit in sorted(cursor.items()):
                 c.execute("INSERT INTO cursors (list, epoch, last_commit) VALUES (?, ?, ?)"
                           " ON CONFLICT (list, epoch) DO UPDATE SET last_commit = excluded.last_commit", (listname, epoch, commit))
@@ -83,7 +86,7 @@ class Store:
 
     def messages(self, listname: str) -> list[Seen]:
         """LISTNAME's messages, in the order they were read."""
-        rows = self.db.execute("SELECT epoch, last_commit, seen_at, facts FROM messages WHERE list = ? ORDER BY seen_at, epoch",
+        rows = self.db.execute("SELECT epoch, last_commit, seen_at, facts FROM messages WHERE list = ? ORDER BY position",
                                (listname,))
         return [Seen(facts_from(json.loads(f)), listname, float(t), int(e), str(c)) for e, c, t, f in rows]
 
