@@ -17,12 +17,17 @@ Everything here is a pure function of the messages and NOW: tests pass the time 
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from reviewer.bot.feed import RawMail
+from reviewer.errors import InputError
 from reviewer.series import postings
-from reviewer.series.fetch import MailFacts
+from reviewer.series.fetch import MailFacts, mail_facts
+
+log = logging.getLogger(__name__)
 
 
 class Readiness(StrEnum):
@@ -65,6 +70,17 @@ class Assembled:
     state: Readiness
     duplicate_of: str | None = None  # the key of the earlier posting whose results this one reuses
     supersedes: str | None = None  # the key of the older revision this one replaces
+
+
+def read(listname: str, mails: Iterable[RawMail], at: float) -> list[Seen]:
+    """MAILS (from LISTNAME's feed, read AT) as assembly reads them; one that is no mail is skipped with a warning."""
+    out = []
+    for m in mails:
+        try:
+            out.append(Seen(mail_facts(m.data, f"{listname}: epoch {m.epoch} commit {m.commit}"), listname, at, m.epoch, m.commit))
+        except InputError as exc:
+            log.warning("%s; skipped", exc.message)
+    return out
 
 
 def assemble(seen: Iterable[Seen], now: float, settle: float) -> list[Assembled]:

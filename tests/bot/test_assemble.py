@@ -1,7 +1,12 @@
 """Series assembly on mails written here: complete, missing a part, RFC, RESEND, v2, a patch-id-unchanged v3."""
 from __future__ import annotations
 
-from reviewer.bot.assemble import Assembled, Readiness, Seen, assemble
+import logging
+
+import pytest
+
+from reviewer.bot.assemble import Assembled, Readiness, Seen, assemble, read
+from reviewer.bot.feed import RawMail
 from reviewer.series.fetch import mail_facts
 from tests.bot.mails import series
 
@@ -98,3 +103,12 @@ def test_a_resend_is_a_duplicate_even_when_its_diffs_differ() -> None:
     found = _by_root(assemble(_seen(COMPLETE, 100.0) + _seen(resend, 200.0), now=300.0, settle=SETTLE))
     assert found["foo-rebased.0@example.org"].resend is True
     assert found["foo-rebased.0@example.org"].duplicate_of == "test/foo.0@example.org"
+
+
+def test_a_blob_that_is_no_mail_is_skipped_with_a_note(caplog: pytest.LogCaptureFixture) -> None:
+    good = RawMail(0, "a" * 40, COMPLETE[0])
+    bad = RawMail(0, "b" * 40, b"Subject: " + b"x" * 2_000_000 + b"\n\nbody\n")
+    with caplog.at_level(logging.WARNING, logger="reviewer.bot.assemble"):
+        seen = read("test", [bad, good], at=5.0)
+    assert [(s.msgid, s.commit, s.seen_at) for s in seen] == [("foo.0@example.org", "a" * 40, 5.0)]
+    assert f"commit {'b' * 40}" in caplog.text and "skipped" in caplog.text
