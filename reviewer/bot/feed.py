@@ -9,13 +9,14 @@ exactly the messages committed since, oldest first, and an epoch not in the curs
 from __future__ import annotations
 
 import logging
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from reviewer.errors import CommandError, FetchError
-from reviewer.proc import run
+from reviewer.proc import run_group
 from reviewer.tree import git
 
 log = logging.getLogger(__name__)
@@ -105,13 +106,17 @@ def _skipped(repo: Path, commit: str, why: str) -> None:
 
 
 def fetch(mirror: Path, timeout: float = FETCH_TIMEOUT) -> bool:
-    """`public-inbox-fetch` MIRROR: whether anything new came. Failure or timeout: FetchError saying which."""
+    """`public-inbox-fetch` MIRROR: whether anything new came. Failure or timeout: FetchError saying which.
+
+    It runs in a process group of its own, killed whole at TIMEOUT: the git and curl it starts go too."""
+    hint = "is DIR a mirror made by public-inbox-clone, and its server reachable?"
     try:
-        done = run(["public-inbox-fetch", "--exit-code", "-q", "-C", str(mirror)], timeout=timeout, check=False)
+        done = run_group(["public-inbox-fetch", "--exit-code", "-q", "-C", str(mirror)], cwd=mirror, env=os.environ, timeout=timeout)
     except CommandError as exc:
-        raise FetchError(f"{mirror}: {exc.message}", "is public-inbox installed, and the archive's server reachable?") from exc
+        raise FetchError(f"{mirror}: {exc.message}", "is public-inbox installed?") from exc
+    if done.timed_out:
+        raise FetchError(f"{mirror}: public-inbox-fetch timed out after {timeout:g}s", hint)
     if done.returncode not in (0, _NOTHING_NEW):
-        last = (done.stderr.strip() or done.stdout.strip()).splitlines()
-        raise FetchError(f"{mirror}: public-inbox-fetch exited {done.returncode}" + (f": {last[-1]}" if last else ""),
-                         "is DIR a mirror made by public-inbox-clone, and its server reachable?")
+        last = done.output.strip().splitlines()
+        raise FetchError(f"{mirror}: public-inbox-fetch exited {done.returncode}" + (f": {last[-1]}" if last else ""), hint)
     return done.returncode == 0

@@ -117,6 +117,18 @@ def test_fetch_fails_clearly(tmp_path: Path) -> None:
         feed.fetch(tmp_path / "not-a-mirror", timeout=60)
 
 
+def test_fetch_stops_at_its_timeout(server: Httpd, tmp_path: Path) -> None:
+    mirror = clone(server, tmp_path / "mirror")
+    with pytest.raises(FetchError, match=r"timed out after 0\.01s"):
+        feed.fetch(mirror, timeout=0.01)
+
+
+def test_a_cursor_the_history_no_longer_has_is_an_error(server: Httpd, tmp_path: Path) -> None:
+    mirror = clone(server, tmp_path / "mirror")
+    with pytest.raises(FetchError, match="no longer in the epoch's history"):
+        feed.new_messages(mirror, {0: "0123456789" * 4})
+
+
 def _seen(mails: list[feed.RawMail], at: float) -> list[Seen]:
     return [Seen(mail_facts(m.data), "test", at, m.epoch, m.commit) for m in mails]
 
