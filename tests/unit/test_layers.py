@@ -1,7 +1,8 @@
 """The layering rule of the style guide, read from every module's imports (with `ast`, imports inside
 functions included): the stages import the kernel layer and never each other; reviewer/kernel/ imports
 no stage, no report/ and no cli/; nothing outside cli/ imports cli/ (reviewer/__main__.py starts it), and
-nothing outside cli/ imports typer: the application (reviewer/app.py) is called by a bot as by the CLI."""
+nothing outside cli/ imports typer: the application (reviewer/app.py) is called by a bot as by the CLI.
+The bot (reviewer/bot/) sits on top of the application: nothing but cli/ imports it."""
 from __future__ import annotations
 
 import ast
@@ -55,6 +56,8 @@ def violations(path: Path, module: str) -> list[str]:
             found.append(f"{module} imports {name}: the application imports no cli/")
         elif theirs == "cli" and module != "reviewer.__main__":
             found.append(f"{module} imports {name}: nothing imports cli/")
+        elif theirs == "bot" and mine != "cli":
+            found.append(f"{module} imports {name}: only cli/ imports bot/")
         elif mine == "kernel" and theirs in (*STAGES, "report", "cli", "pipeline"):
             found.append(f"{module} imports {name}: kernel/ imports no stage, no report/, no cli/")
         elif mine in STAGES and theirs in STAGES:
@@ -147,11 +150,20 @@ def test_the_rule_keeps_typer_in_cli(tmp_path: Path) -> None:
     assert violations(probe, "reviewer.cli.review") == []
 
 
+def test_the_rule_keeps_bot_on_top(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from reviewer.bot import jobs\nfrom reviewer import app\n")
+    assert violations(probe, "reviewer.app") == ["reviewer.app imports reviewer.bot.jobs: only cli/ imports bot/"]
+    assert violations(probe, "reviewer.report.email") == ["reviewer.report.email imports reviewer.bot.jobs: only cli/ imports bot/"]
+    assert violations(probe, "reviewer.cli.bot") == []
+    assert violations(probe, "reviewer.bot.queue") == []
+
+
 # docs/design.md, "Imports kept lazy": what may be imported inside a function, because a run that does not need it
 # would measurably pay for it at start-up. Everything else is imported at the top of the module.
 LAZY = ("scipy", "numpy", "git", "reviewer.tree.repo", "rich", "typer.rich_utils", "reviewer.report.terminal", "reviewer.report.pager",
         "reviewer.selftests", "reviewer.boot", "reviewer.compile", "reviewer.kernelscripts", "reviewer.kernel",
-        "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results")
+        "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results", "reviewer.bot", "psycopg")
 
 
 def imported_in_functions(path: Path) -> list[str]:
