@@ -255,6 +255,19 @@ class Jobs:
                       "WHERE series = ? AND state IN ('queued', 'running')", (now, series))
             return int(cur.rowcount)
 
+    def hand_back(self, worker_prefix: str, now: float | None = None) -> list[Job]:
+        """The running jobs of the workers whose name starts with WORKER_PREFIX (a process that stops before they
+        finished: host/pid/), queued again at once. The jobs queued again, for the queue to deliver."""
+        now = time.time() if now is None else now
+        with self._tx() as run:
+            mine = run("SELECT id FROM jobs WHERE state = 'running' AND substr(worker, 1, ?) = ?" + self.dialect.lock,
+                       (len(worker_prefix), worker_prefix))
+            ids = [r[0] for r in mine.fetchall()]
+            for job_id in ids:
+                run("UPDATE jobs SET state = 'queued', lease_until = NULL, worker = NULL, not_before = ?, updated = ?, error = ? "
+                    "WHERE id = ?", (now, now, "handed back by a stopping worker", job_id))
+            return [Job.of(run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE id = ?", (i,)).fetchone()) for i in ids]
+
     def reap(self, now: float | None = None) -> list[Job]:
         """Running jobs whose lease expired (their worker died or hangs): queued again, or failed once they were
         tried max_attempts times. The jobs queued again, for the queue to deliver."""

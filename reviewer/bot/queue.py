@@ -40,6 +40,8 @@ class Settings:
     lease: float = 60.0  # seconds a claim lasts without a heartbeat
     reap_every: float = 10.0  # seconds between two runs of a consumer's reaper
     retry_delay: float = 30.0  # seconds before a failed job is tried again
+    timeout: float | None = None  # seconds a stage may run: then it is told to stop, and its run has failed
+    stop_grace: float = 30.0  # seconds SIGTERM waits for running jobs before they are handed back
 
     @property
     def jobs_url(self) -> str:
@@ -104,27 +106,52 @@ class Bot:
         job = self.jobs.claim(pool, worker, self.settings.lease, job_id=job_id)
         if job is None:
             return
-        lost = threading.Event()
-        done = threading.Event()
-        beat = threading.Thread(target=self._beat, args=(job.id, worker, lost, done), name=f"heartbeat-{job.id}", daemon=True)
+        beat = _Heartbeat(self, job.id, worker)
         beat.start()
         try:
-            result = stages.STAGES[job.stage](job, lost)
+            result = stages.STAGES[job.stage](job, beat.stop)
         except Exception as exc:  # a stage's failure is the job's, recorded; the consumer goes on
-            again = self.jobs.fail(job.id, worker, f"{type(exc).__name__}: {exc}", retry_delay=self.settings.retry_delay)
-            if again is not None and again.state == "queued":
-                self.deliver(again)
+            self._failed(job.id, worker, f"{type(exc).__name__}: {exc}")
         else:
-            self.jobs.finish(job.id, worker, result)
+            if beat.timed_out:
+                self._failed(job.id, worker, f"the stage ran over its timeout ({self.settings.timeout} s)")
+            else:
+                self.jobs.finish(job.id, worker, result)
         finally:
-            done.set()
-            beat.join()
+            beat.end()
 
-    def _beat(self, job_id: int, worker: str, lost: threading.Event, done: threading.Event) -> None:
-        while not done.wait(self.settings.lease / 3):
-            if not self.jobs.heartbeat(job_id, worker, self.settings.lease):
-                lost.set()
+    def _failed(self, job_id: int, worker: str, error: str) -> None:
+        again = self.jobs.fail(job_id, worker, error, retry_delay=self.settings.retry_delay)
+        if again is not None and again.state == "queued":
+            self.deliver(again)
+
+
+class _Heartbeat(threading.Thread):
+    """Extends a running job's lease every third of it; sets STOP (the stage's signal to give up) when the job is
+    no longer the worker's, or when the stage ran over the timeout (then timed_out)."""
+
+    def __init__(self, bot: Bot, job_id: int, worker: str) -> None:
+        super().__init__(name=f"heartbeat-{job_id}", daemon=True)
+        self.bot, self.job_id, self.worker = bot, job_id, worker
+        self.stop = threading.Event()
+        self.timed_out = False
+        self._done = threading.Event()
+        timeout = bot.settings.timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+
+    def run(self) -> None:
+        settings = self.bot.settings
+        while not self._done.wait(min(settings.lease / 3, settings.timeout or settings.lease)):
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                self.timed_out = True
+                self.stop.set()
+            if not self.bot.jobs.heartbeat(self.job_id, self.worker, settings.lease):
+                self.stop.set()
                 return
+
+    def end(self) -> None:
+        self._done.set()
+        self.join()
 
 
 def worker_name() -> str:
@@ -143,18 +170,23 @@ def _huey(settings: Settings, pool: str) -> huey.Huey:
 
 
 def consume(settings: Settings, pool: str, workers: int = 1, **consumer: Any) -> None:
-    """Run POOL's consumer in this process until SIGINT (at once) or SIGTERM (running jobs finish first):
-    reconcile the queue with the table first, and reap expired leases every reap_every seconds meanwhile."""
+    """Run POOL's consumer in this process until SIGINT (at once) or SIGTERM (running jobs get stop_grace seconds
+    to finish): reconcile the queue with the table first, and reap expired leases every reap_every seconds
+    meanwhile. The jobs still running at the end are handed back (queued again and delivered)."""
     bot = Bot(settings)
     bot.reconcile(pool)
     stop = threading.Event()
     reaper = threading.Thread(target=_reaper, args=(settings, stop), name="reaper", daemon=True)
     reaper.start()
+    options = {"workers": workers, "worker_type": "thread", "periodic": False, "graceful_signal": "TERM",
+               "shutdown_timeout": settings.stop_grace, **consumer}
     try:
-        bot.queue(pool).create_consumer(workers=workers, worker_type="thread", periodic=False, graceful_signal="TERM", **consumer).run()
+        bot.queue(pool).create_consumer(**options).run()
     finally:
         stop.set()
         reaper.join()
+        for job in bot.jobs.hand_back(f"{socket.gethostname()}/{os.getpid()}/"):
+            bot.deliver(job)
         bot.close()
 
 

@@ -122,6 +122,17 @@ def test_a_failed_run_is_retried_until_max_attempts(jobs: Jobs) -> None:
     assert [j.id for j in jobs.errors()] == [job.id]
 
 
+def test_a_stopping_worker_hands_back_its_running_jobs(jobs: Jobs) -> None:
+    mine = jobs.add(spec(1), now=0)
+    other = jobs.add(spec(2), now=0)
+    jobs.add(spec(3), now=0)
+    jobs.claim("static", "host/1/Worker-1", 60, now=1, job_id=mine.id)
+    jobs.claim("static", "host/12/Worker-1", 60, now=1, job_id=other.id)
+    back = jobs.hand_back("host/1/", now=2)
+    assert [(j.id, j.state, j.worker, j.lease_until, j.not_before) for j in back] == [(mine.id, "queued", None, None, 2)]
+    assert {j.id: j.state for j in jobs.select()} == {mine.id: "queued", other.id: "running", mine.id + 2: "queued"}
+
+
 def test_cancel_series_supersedes_its_queued_and_running_jobs(jobs: Jobs) -> None:
     running = jobs.add(spec(1), now=0)
     queued = jobs.add(spec(1, stage="build", arch="x86_64"), now=0)

@@ -1,9 +1,10 @@
 """reviewer.bot.queue: huey delivering the jobs of the table, with real consumers in processes of their own
-(each in its own process group, as a service manager would start them): SqliteHuey for one machine, a real
-redis-server for two workers, one of which is killed with kill -9 in the middle of a job."""
+(each in its own process group, as a service manager would start them): SqliteHuey for one machine, and
+for two workers a real redis-server and a real PostgreSQL table, one worker killed with kill -9 mid-job."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import signal
@@ -32,8 +33,7 @@ class Consumers:
         self.procs: list[subprocess.Popen[bytes]] = []
 
     def start(self, settings: Settings, pool: str) -> subprocess.Popen[bytes]:
-        fields = {"home": str(settings.home), "queue": settings.queue, "db": settings.db, "lease": settings.lease,
-                  "reap_every": settings.reap_every, "retry_delay": settings.retry_delay}
+        fields = {**dataclasses.asdict(settings), "home": str(settings.home)}
         log = (self.logs / f"consumer-{len(self.procs)}.log").open("wb")
         proc = subprocess.Popen([sys.executable, "-m", "tests.bot.worker", json.dumps(fields), pool], cwd=ROOT, stdout=log, stderr=log,
                                 env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
@@ -127,10 +127,62 @@ def test_a_running_stage_learns_at_its_heartbeat_that_its_series_was_superseded(
     bot.close()
 
 
-def test_two_redis_workers_and_kill_9_of_one_mid_job(tmp_path: Path, redis_url: str, consumers: Consumers) -> None:
+def test_a_stage_over_its_timeout_is_told_to_stop_and_fails(tmp_path: Path) -> None:
+    stages.register("touch", touch)
+    bot = Bot(Settings(home=tmp_path / "home", lease=30, timeout=0.3))
     side = tmp_path / "side"
     side.mkdir()
-    db = f"sqlite://{tmp_path / 'jobs.db'}"
+    job = bot.jobs.add(Spec("l", "v1", "touch", max_attempts=1, payload={"dir": str(side), "wait_stop": True}))
+    start = time.monotonic()
+    bot.run("touch", job.id)
+    assert time.monotonic() - start < 2
+    ended = bot.jobs.get(job.id)
+    assert ended is not None and (ended.state, ended.error) == ("failed", "the stage ran over its timeout (0.3 s)")
+    bot.close()
+
+
+def test_sigterm_lets_a_running_job_finish_within_the_grace_time(tmp_path: Path, consumers: Consumers) -> None:
+    settings = Settings(home=tmp_path / "home", lease=30, stop_grace=30)
+    bot = Bot(settings)
+    side = tmp_path / "side"
+    side.mkdir()
+    job = bot.jobs.add(Spec("l", "v1", "touch", payload={"dir": str(side), "sleep": 1.0}))
+    bot.deliver(job)
+    proc = consumers.start(settings, "touch")
+    wait_until(lambda: (side / f"{job.id}.1.start").exists(), 30, "the stage")
+    assert consumers.stop(proc) == 0
+    done = bot.jobs.get(job.id)
+    assert done is not None and (done.state, done.attempt) == ("done", 1) and (side / f"{job.id}.1.end").exists()
+    bot.close()
+
+
+def test_sigterm_hands_back_a_job_that_does_not_finish_in_the_grace_time(tmp_path: Path, consumers: Consumers) -> None:
+    settings = Settings(home=tmp_path / "home", lease=30, stop_grace=0.5)
+    bot = Bot(settings)
+    side = tmp_path / "side"
+    side.mkdir()
+    job = bot.jobs.add(Spec("l", "v1", "touch", payload={"dir": str(side), "hang": 60}))
+    bot.deliver(job)
+    first = consumers.start(settings, "touch")
+    wait_until(lambda: (side / f"{job.id}.1.start").exists(), 30, "the stage")
+    start = time.monotonic()
+    assert consumers.stop(first) == 0
+    assert time.monotonic() - start < 10  # not the lease (30 s), nor the hang (60 s)
+    back = bot.jobs.get(job.id)
+    assert back is not None and (back.state, back.worker, back.error) == ("queued", None, "handed back by a stopping worker")
+    assert bot.queue("touch").pending_count() == 1  # delivered again, not left to the next consumer's reconciliation
+    second = consumers.start(settings, "touch")
+    (done,) = settled(bot, [job.id], 30)
+    assert (done.state, done.attempt) == ("done", 2) and (side / f"{job.id}.2.end").exists()
+    assert consumers.stop(second) == 0
+    bot.close()
+
+
+def test_two_redis_workers_and_kill_9_of_one_mid_job(tmp_path: Path, redis_url: str, pg_db: str, consumers: Consumers) -> None:
+    # As on two machines: homes of their own, the queue on Redis, the jobs table on PostgreSQL.
+    side = tmp_path / "side"
+    side.mkdir()
+    db = pg_db
     homes = [Settings(home=tmp_path / f"home-{n}", queue=redis_url, db=db, lease=1.5, reap_every=0.3) for n in "ab"]
     bot = Bot(homes[0])
     specs = [Spec("netdev", f"s{n}", "touch", payload={"dir": str(side), "sleep": 0.1, "hang": 60 if n == 4 else 0}) for n in range(20)]
