@@ -111,10 +111,12 @@ class _Dialect:
     id_column: str
     real: str
     lock: str  # appended to the claim's SELECT
+    schema_lock: str = ""  # run before creating the tables: two workers starting at once on PostgreSQL would race
 
 
 SQLITE = _Dialect("?", "INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "")
-POSTGRES = _Dialect("%s", "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", " FOR UPDATE SKIP LOCKED")
+POSTGRES = _Dialect("%s", "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", " FOR UPDATE SKIP LOCKED",
+                    "SELECT pg_advisory_xact_lock(3232)")  # any number: the jobs table's schema
 
 
 def _schema(d: _Dialect) -> tuple[str, ...]:
@@ -147,11 +149,12 @@ class Jobs:
             path = Path(text.removeprefix("sqlite://"))
             path.parent.mkdir(parents=True, exist_ok=True)
             self._lite = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-            self._lite.execute("PRAGMA journal_mode=WAL")
+            _wal(self._lite)
             self._lite.execute("PRAGMA synchronous=NORMAL")
         with self._tx() as run:
-            for statement in _schema(self.dialect):
-                run(statement, ())
+            for statement in (self.dialect.schema_lock, *_schema(self.dialect)):
+                if statement:
+                    run(statement, ())
 
     def close(self) -> None:
         with self._lock:
@@ -294,6 +297,20 @@ class Jobs:
         with self._tx() as run:
             rows = run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE state = 'failed' ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
             return [Job.of(r) for r in rows.fetchall()]
+
+
+def _wal(conn: sqlite3.Connection, seconds: float = 60.0) -> None:
+    """Put the database in WAL mode. The switch needs the database to itself and SQLite does not wait for that
+    (no busy handler): another process opening the new file at the same moment makes it fail, so try again."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 @dataclass(frozen=True)

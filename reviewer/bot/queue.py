@@ -105,6 +105,7 @@ class Bot:
         worker = worker_name()
         job = self.jobs.claim(pool, worker, self.settings.lease, job_id=job_id)
         if job is None:
+            self._early(job_id)
             return
         beat = _Heartbeat(self, job.id, worker)
         beat.start()
@@ -119,6 +120,12 @@ class Bot:
                 self.jobs.finish(job.id, worker, result)
         finally:
             beat.end()
+
+    def _early(self, job_id: int) -> None:
+        """A job delivered before it is due (the queue's clock ahead of the table's) is delivered again for then."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.state == "queued" and job.not_before > time.time():
+            self.deliver(job)
 
     def _failed(self, job_id: int, worker: str, error: str) -> None:
         again = self.jobs.fail(job_id, worker, error, retry_delay=self.settings.retry_delay)
@@ -145,7 +152,11 @@ class _Heartbeat(threading.Thread):
             if self._deadline is not None and time.monotonic() > self._deadline:
                 self.timed_out = True
                 self.stop.set()
-            if not self.bot.jobs.heartbeat(self.job_id, self.worker, settings.lease):
+            try:
+                kept = self.bot.jobs.heartbeat(self.job_id, self.worker, settings.lease)
+            except Exception:  # the database away for a moment: a missed beat; the lease has two more before it ends
+                continue
+            if not kept:
                 self.stop.set()
                 return
 

@@ -69,6 +69,27 @@ def test_two_claimers_get_each_job_once(url: str, jobs: Jobs) -> None:
     assert {j.worker for j in jobs.select()} == {"a", "b"}
 
 
+def test_workers_starting_at_once_create_the_table_once(url: str) -> None:
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def opener() -> None:
+        start.wait()
+        try:
+            Jobs(url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=opener) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    with Jobs(url) as jobs:
+        assert jobs.select() == []
+
+
 def test_claim_takes_the_most_urgent_due_job_of_its_pool(jobs: Jobs) -> None:
     low = jobs.add(spec(1), now=0)
     later = jobs.add(spec(2, priority=9, not_before=100), now=0)

@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -106,6 +107,18 @@ def test_reconcile_enqueues_what_the_queue_lost(tmp_path: Path) -> None:
     assert [i for i, eta in held.items() if eta is not None] == [later.id]  # not due: a consumer schedules it until then
     bot.queue("static").flush()  # the queue lost everything (a Redis restarted without persistence)
     assert sorted(bot.reconcile("static")) == sorted([*ids, later.id])
+    bot.close()
+
+
+def test_a_job_delivered_before_it_is_due_is_delivered_again_for_then(tmp_path: Path) -> None:
+    bot = Bot(Settings(home=tmp_path / "home"))
+    due = time.time() + 3600
+    job = bot.jobs.add(Spec("l", "s1", "static", not_before=due))
+    bot.run("static", job.id)  # as a consumer whose clock is an hour ahead would
+    [held] = bot.queue("static").pending()
+    assert held.args == (job.id,) and held.eta is not None and abs(held.eta.replace(tzinfo=UTC).timestamp() - due) < 1
+    still = bot.jobs.get(job.id)
+    assert still is not None and (still.state, still.attempt) == ("queued", 0)
     bot.close()
 
 
