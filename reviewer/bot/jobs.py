@@ -6,30 +6,28 @@ work twice returns the first job. A worker claims a job with a lease and extends
 the reaper queues a job whose lease expired again (or fails it after max_attempts). `attempt` counts
 the runs started: a claim adds one.
 
-SQLite (WAL) by default, PostgreSQL when workers on several machines share the table; the one
-difference is _Dialect's (placeholders, the locking claim, column types). Times are Unix seconds,
-passed in by the caller where a test wants them fixed.
+SQLite (WAL) by default, PostgreSQL when workers on several machines share the table: sql.py's Dialect is
+the one difference (placeholders, the locking claim, column types). Times are Unix seconds, passed in by
+the caller where a test wants them fixed.
 """
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import sqlite3
-import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    import psycopg
+from reviewer.bot import sql
 
 STATES = ("queued", "running", "done", "failed", "cancelled")
 LIVE = ("queued", "running")
 FIELDS = ("id", "key", "list", "series", "stage", "arch", "config", "base", "pool", "priority", "state", "attempt", "max_attempts",
           "lease_until", "worker", "not_before", "payload", "result", "error", "created", "updated")
+COLUMNS = ", ".join(FIELDS)
+BY_ID = f"SELECT {COLUMNS} FROM jobs WHERE id = ?"
 
 
 def pool_for(stage: str, arch: str = "") -> str:
@@ -105,21 +103,7 @@ class Count:
     oldest: float
 
 
-@dataclass(frozen=True)
-class _Dialect:
-    placeholder: str
-    id_column: str
-    real: str
-    lock: str  # appended to the claim's SELECT
-    schema_lock: str = ""  # run before creating the tables: two workers starting at once on PostgreSQL would race
-
-
-SQLITE = _Dialect("?", "INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "")
-POSTGRES = _Dialect("%s", "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", " FOR UPDATE SKIP LOCKED",
-                    "SELECT pg_advisory_xact_lock(3232)")  # any number: the jobs table's schema
-
-
-def _schema(d: _Dialect) -> tuple[str, ...]:
+def _schema(d: sql.Dialect) -> tuple[str, ...]:
     return (f"""CREATE TABLE IF NOT EXISTS jobs (
         id {d.id_column}, key TEXT NOT NULL UNIQUE, list TEXT NOT NULL, series TEXT NOT NULL, stage TEXT NOT NULL,
         arch TEXT NOT NULL, config TEXT NOT NULL, base TEXT NOT NULL, pool TEXT NOT NULL, priority INTEGER NOT NULL,
@@ -131,37 +115,14 @@ def _schema(d: _Dialect) -> tuple[str, ...]:
 
 
 class Jobs:
-    """The jobs table at URL: `postgresql://...`, `sqlite:///PATH` or a path (SQLite). One connection, used
-    by one thread at a time (a worker's heartbeat thread shares it with the stage's)."""
+    """The jobs table in the database at URL (sql.Database: `postgresql://...`, `sqlite:///PATH` or a path)."""
 
     def __init__(self, url: str | Path) -> None:
-        text = str(url)
-        self._lock = threading.Lock()
-        self._pg: psycopg.Connection[tuple[Any, ...]] | None = None
-        self._lite: sqlite3.Connection | None = None
-        if text.startswith(("postgresql://", "postgres://")):
-            import psycopg  # the `bot` extra, 105 ms: only a shared table needs it (docs/design.md, "Imports kept lazy")
-
-            self.dialect = POSTGRES
-            self._pg = psycopg.connect(text, autocommit=True)
-        else:
-            self.dialect = SQLITE
-            path = Path(text.removeprefix("sqlite://"))
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._lite = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
-            _wal(self._lite)
-            self._lite.execute("PRAGMA synchronous=NORMAL")
-        with self._tx() as run:
-            for statement in (self.dialect.schema_lock, *_schema(self.dialect)):
-                if statement:
-                    run(statement, ())
+        self.db = sql.Database(url)
+        self.db.create(_schema(self.db.dialect))
 
     def close(self) -> None:
-        with self._lock:
-            if self._pg is not None:
-                self._pg.close()
-            if self._lite is not None:
-                self._lite.close()
+        self.db.close()
 
     def __enter__(self) -> Jobs:
         return self
@@ -169,60 +130,43 @@ class Jobs:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[_Run]:
-        """One transaction, which takes the write lock at once on SQLite (BEGIN IMMEDIATE: two claims never
-        both read a job as queued); on PostgreSQL the claim's row lock (FOR UPDATE SKIP LOCKED) does that."""
-        with self._lock:
-            if self._pg is not None:
-                with self._pg.transaction():
-                    yield _Run(self.dialect, self._pg.execute)
-                return
-            assert self._lite is not None
-            self._lite.execute("BEGIN IMMEDIATE")
-            try:
-                yield _Run(self.dialect, self._lite.execute)
-            except BaseException:
-                self._lite.execute("ROLLBACK")
-                raise
-            self._lite.execute("COMMIT")
-
     def add(self, spec: Spec, now: float | None = None) -> Job:
         """Queue SPEC's job, or return the job of the same key (whatever its state): adding is idempotent."""
         now = time.time() if now is None else now
         values = (spec.key, spec.list, spec.series, spec.stage, spec.arch, spec.config, spec.base, spec.pool, spec.priority, "queued", 0,
                   spec.max_attempts, None, None, spec.not_before, json.dumps(dict(spec.payload), sort_keys=True), None, None, now, now)
-        with self._tx() as run:
-            run(f"INSERT INTO jobs ({', '.join(FIELDS[1:])}) VALUES ({', '.join('?' * len(values))}) ON CONFLICT (key) DO NOTHING", values)
-            return Job.of(run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE key = ?", (spec.key,)).fetchone())
+        with self.db.tx() as run:
+            run(f"INSERT INTO jobs ({COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))}) "
+                "ON CONFLICT (key) DO NOTHING", values)
+            return Job.of(run(f"SELECT {COLUMNS} FROM jobs WHERE key = ?", (spec.key,)).fetchone())
 
     def get(self, job_id: int) -> Job | None:
-        with self._tx() as run:
-            row = run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        with self.db.tx() as run:
+            row = run(BY_ID, (job_id,)).fetchone()
         return None if row is None else Job.of(row)
 
     def select(self, *, series: str | None = None, pool: str | None = None, state: str | None = None) -> list[Job]:
         """The jobs that match every filter given, oldest first."""
         where = [(c, v) for c, v in (("series", series), ("pool", pool), ("state", state)) if v is not None]
-        sql = f"SELECT {', '.join(FIELDS)} FROM jobs" + (" WHERE " + " AND ".join(f"{c} = ?" for c, _ in where) if where else "")
-        with self._tx() as run:
-            return [Job.of(r) for r in run(sql + " ORDER BY id", tuple(v for _, v in where)).fetchall()]
+        query = f"SELECT {COLUMNS} FROM jobs" + (" WHERE " + " AND ".join(f"{c} = ?" for c, _ in where) if where else "")
+        with self.db.tx() as run:
+            return [Job.of(r) for r in run(query + " ORDER BY id", tuple(v for _, v in where)).fetchall()]
 
     def claim(self, pool: str, worker: str, lease_seconds: float, now: float | None = None, job_id: int | None = None) -> Job | None:
         """Take the most urgent queued job of POOL that is due (JOB_ID: that one job, if it is queued and due) for
         WORKER, leased for LEASE_SECONDS; None if there is none. Two workers never claim the same job."""
         now = time.time() if now is None else now
-        sql = "SELECT id FROM jobs WHERE pool = ? AND state = 'queued' AND not_before <= ?"
+        query = "SELECT id FROM jobs WHERE pool = ? AND state = 'queued' AND not_before <= ?"
         args: tuple[Any, ...] = (pool, now)
         if job_id is not None:
-            sql, args = sql + " AND id = ?", (*args, job_id)
-        with self._tx() as run:
-            row = run(sql + " ORDER BY priority DESC, id LIMIT 1" + self.dialect.lock, args).fetchone()
+            query, args = query + " AND id = ?", (*args, job_id)
+        with self.db.tx() as run:
+            row = run(query + " ORDER BY priority DESC, id LIMIT 1" + self.db.dialect.lock, args).fetchone()
             if row is None:
                 return None
             run("UPDATE jobs SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?, updated = ? WHERE id = ?",
                 (worker, now + lease_seconds, now, row[0]))
-            return Job.of(run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE id = ?", (row[0],)).fetchone())
+            return Job.of(run(BY_ID, (row[0],)).fetchone())
 
     def heartbeat(self, job_id: int, worker: str, lease_seconds: float, now: float | None = None) -> bool:
         """Extend WORKER's lease on a running job; False when the job is no longer WORKER's to run (cancelled,
@@ -245,7 +189,7 @@ class Jobs:
         return self.get(job_id) if ok else None
 
     def _update(self, assignments: str, values: tuple[Any, ...], job_id: int, worker: str) -> bool:
-        with self._tx() as run:
+        with self.db.tx() as run:
             cur = run(f"UPDATE jobs SET {assignments} WHERE id = ? AND state = 'running' AND worker = ?", (*values, job_id, worker))
             return bool(cur.rowcount == 1)
 
@@ -253,7 +197,7 @@ class Jobs:
         """Supersede SERIES: its queued and running jobs are cancelled (a running one learns it at its next
         heartbeat). The number of jobs cancelled."""
         now = time.time() if now is None else now
-        with self._tx() as run:
+        with self.db.tx() as run:
             cur = run("UPDATE jobs SET state = 'cancelled', lease_until = NULL, updated = ? "
                       "WHERE series = ? AND state IN ('queued', 'running')", (now, series))
             return int(cur.rowcount)
@@ -262,63 +206,38 @@ class Jobs:
         """The running jobs of the workers whose name starts with WORKER_PREFIX (a process that stops before they
         finished: host/pid/), queued again at once. The jobs queued again, for the queue to deliver."""
         now = time.time() if now is None else now
-        with self._tx() as run:
-            mine = run("SELECT id FROM jobs WHERE state = 'running' AND substr(worker, 1, ?) = ?" + self.dialect.lock,
+        with self.db.tx() as run:
+            mine = run("SELECT id FROM jobs WHERE state = 'running' AND substr(worker, 1, ?) = ?" + self.db.dialect.lock,
                        (len(worker_prefix), worker_prefix))
             ids = [r[0] for r in mine.fetchall()]
             for job_id in ids:
                 run("UPDATE jobs SET state = 'queued', lease_until = NULL, worker = NULL, not_before = ?, updated = ?, error = ? "
                     "WHERE id = ?", (now, now, "handed back by a stopping worker", job_id))
-            return [Job.of(run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE id = ?", (i,)).fetchone()) for i in ids]
+            return [Job.of(run(BY_ID, (i,)).fetchone()) for i in ids]
 
     def reap(self, now: float | None = None) -> list[Job]:
         """Running jobs whose lease expired (their worker died or hangs): queued again, or failed once they were
         tried max_attempts times. The jobs queued again, for the queue to deliver."""
         now = time.time() if now is None else now
-        with self._tx() as run:
-            expired = run("SELECT id FROM jobs WHERE state = 'running' AND lease_until < ?" + self.dialect.lock, (now,))
+        with self.db.tx() as run:
+            expired = run("SELECT id FROM jobs WHERE state = 'running' AND lease_until < ?" + self.db.dialect.lock, (now,))
             ids = [r[0] for r in expired.fetchall()]
             for job_id in ids:
                 run("UPDATE jobs SET state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, lease_until = NULL, "
                     "worker = NULL, not_before = ?, updated = ?, error = ? WHERE id = ?", (now, now, "lease expired", job_id))
-            rows = [run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE id = ?", (i,)).fetchone() for i in ids]
+            rows = [run(BY_ID, (i,)).fetchone() for i in ids]
         return [j for j in map(Job.of, rows) if j.state == "queued"]
 
     def counts(self) -> list[Count]:
         """Per list, pool and state: how many jobs, and the creation time of the oldest (for queued ones: the
         oldest waiting)."""
-        with self._tx() as run:
+        with self.db.tx() as run:
             rows = run("SELECT list, pool, state, COUNT(*), MIN(created) FROM jobs GROUP BY list, pool, state ORDER BY list, pool, state",
                        ()).fetchall()
         return [Count(r[0], r[1], r[2], int(r[3]), float(r[4])) for r in rows]
 
     def errors(self, limit: int = 10) -> list[Job]:
         """The last failed jobs, newest first."""
-        with self._tx() as run:
-            rows = run(f"SELECT {', '.join(FIELDS)} FROM jobs WHERE state = 'failed' ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
+        with self.db.tx() as run:
+            rows = run(f"SELECT {COLUMNS} FROM jobs WHERE state = 'failed' ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
             return [Job.of(r) for r in rows.fetchall()]
-
-
-def _wal(conn: sqlite3.Connection, seconds: float = 60.0) -> None:
-    """Put the database in WAL mode. The switch needs the database to itself and SQLite does not wait for that
-    (no busy handler): another process opening the new file at the same moment makes it fail, so try again."""
-    deadline = time.monotonic() + seconds
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            return
-        except sqlite3.OperationalError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.01)
-
-
-@dataclass(frozen=True)
-class _Run:
-    """Executes SQL written with `?` placeholders in the table's dialect."""
-
-    dialect: _Dialect
-    execute: Any
-
-    def __call__(self, sql: str, args: tuple[Any, ...]) -> Any:
-        return self.execute(sql.replace("?", self.dialect.placeholder), args)
