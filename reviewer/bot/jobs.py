@@ -132,13 +132,17 @@ class Jobs:
 
     def add(self, spec: Spec, now: float | None = None) -> Job:
         """Queue SPEC's job, or return the job of the same key (whatever its state): adding is idempotent."""
+        return self.put(spec, now)[0]
+
+    def put(self, spec: Spec, now: float | None = None) -> tuple[Job, bool]:
+        """As add(), and whether the job is new (False: the same work was added before)."""
         now = time.time() if now is None else now
         values = (spec.key, spec.list, spec.series, spec.stage, spec.arch, spec.config, spec.base, spec.pool, spec.priority, "queued", 0,
                   spec.max_attempts, None, None, spec.not_before, json.dumps(dict(spec.payload), sort_keys=True), None, None, now, now)
         with self.db.tx() as run:
-            run(f"INSERT INTO jobs ({COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))}) "
-                "ON CONFLICT (key) DO NOTHING", values)
-            return Job.of(run(f"SELECT {COLUMNS} FROM jobs WHERE key = ?", (spec.key,)).fetchone())
+            cur = run(f"INSERT INTO jobs ({COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))}) "
+                      "ON CONFLICT (key) DO NOTHING", values)
+            return Job.of(run(f"SELECT {COLUMNS} FROM jobs WHERE key = ?", (spec.key,)).fetchone()), cur.rowcount == 1
 
     def get(self, job_id: int) -> Job | None:
         with self.db.tx() as run:

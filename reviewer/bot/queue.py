@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import huey
 
 from reviewer.bot import stages
-from reviewer.bot.jobs import Job, Jobs
+from reviewer.bot.jobs import Job, Jobs, Spec
 
 TASK = "reviewer.bot.run_job"
 
@@ -79,6 +79,13 @@ class Bot:
         q, task = self._pool(pool)
         when = {} if eta is None or eta <= time.time() else {"eta": datetime.datetime.fromtimestamp(eta, datetime.UTC)}
         q.enqueue(task.s(job_id, priority=priority, **when))
+
+    def submit(self, spec: Spec) -> Job:
+        """Add SPEC's job to the table, then enqueue it, once: the same work submitted again is not queued again."""
+        job, new = self.jobs.put(spec)
+        if new:
+            self.deliver(job)
+        return job
 
     def deliver(self, job: Job) -> None:
         self.enqueue(job.id, job.pool, job.priority, job.not_before or None)

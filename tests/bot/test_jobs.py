@@ -30,8 +30,9 @@ def spec(n: int = 0, **kw: object) -> Spec:
 
 
 def test_adding_the_same_work_twice_returns_the_first_job(jobs: Jobs) -> None:
-    first = jobs.add(spec(1, payload={"mbox": "/a"}), now=10)
-    again = jobs.add(spec(1, payload={"mbox": "/b"}, priority=9), now=20)
+    first, new = jobs.put(spec(1, payload={"mbox": "/a"}), now=10)
+    again, renewed = jobs.put(spec(1, payload={"mbox": "/b"}, priority=9), now=20)
+    assert (new, renewed) == (True, False)
     assert (again.id, again.payload, again.priority, again.created) == (first.id, {"mbox": "/a"}, 0, 10)
     build = jobs.add(spec(1, stage="build", arch="x86_64"), now=30)
     assert build.id != first.id and build.key != first.key

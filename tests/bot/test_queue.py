@@ -110,6 +110,15 @@ def test_reconcile_enqueues_what_the_queue_lost(tmp_path: Path) -> None:
     bot.close()
 
 
+def test_submitting_the_same_work_twice_queues_it_once(tmp_path: Path) -> None:
+    bot = Bot(Settings(home=tmp_path / "home"))
+    first = bot.submit(Spec("l", "s1", "build", arch="arm64", priority=3))
+    assert bot.submit(Spec("l", "s1", "build", arch="arm64", priority=3)) == first
+    assert [(t.args, t.priority) for t in bot.queue("build-arm64").pending()] == [((first.id,), 3)]
+    assert bot.queue("static").pending() == []
+    bot.close()
+
+
 def test_a_job_delivered_before_it_is_due_is_delivered_again_for_then(tmp_path: Path) -> None:
     bot = Bot(Settings(home=tmp_path / "home"))
     due = time.time() + 3600
