@@ -3,6 +3,7 @@ its own, and stopped by its PID at the end: Debian's PostgreSQL (a throw-away cl
 run as the postgres user when the tests run as root, which postgres refuses) and Debian's redis-server."""
 from __future__ import annotations
 
+import ctypes
 import os
 import pwd
 import shutil
@@ -19,6 +20,15 @@ import pytest
 import redis
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
+
+
+def dies_with_us(sig: int) -> Callable[[], None]:
+    """A preexec_fn: the child gets SIG when the test process dies (PR_SET_PDEATHSIG), so that a test run killed
+    by a timeout leaves no server or worker behind either."""
+    def preexec() -> None:
+        ctypes.CDLL(None, use_errno=True).prctl(1, int(sig))  # 1: PR_SET_PDEATHSIG; after the uid change (kept)
+
+    return preexec
 
 
 def free_port() -> int:
@@ -59,6 +69,7 @@ def postgres_url() -> Iterator[str]:
     if not (PG_BIN / "postgres").exists():
         pytest.skip("PostgreSQL 15 is not installed (./dev deps installs it)")
     user = pwd.getpwnam("postgres").pw_uid if os.geteuid() == 0 else None
+    _sweep(Path(tempfile.gettempdir()))
     top = Path(tempfile.mkdtemp(prefix="reviewer-pg-"))  # not under pytest's 0700 tmp: the postgres user must reach it
     try:
         if user is not None:
@@ -69,7 +80,7 @@ def postgres_url() -> Iterator[str]:
         with (top / "log").open("wb") as log:
             proc = subprocess.Popen([PG_BIN / "postgres", "-D", top / "data", "-k", top, "-h", "127.0.0.1", "-p", str(port),
                                      "-c", "fsync=off", "-c", "max_connections=50"], user=user, stdout=log, stderr=log,
-                                    start_new_session=True)
+                                    start_new_session=True, preexec_fn=dies_with_us(signal.SIGINT))
         url = f"postgresql://reviewer@127.0.0.1:{port}/postgres"
         try:
             wait_until(lambda: _answers(lambda: psycopg.connect(url).close()), 30, "postgres")
@@ -78,6 +89,16 @@ def postgres_url() -> Iterator[str]:
             stop(proc, signal.SIGINT)  # postgres' fast shutdown
     finally:
         shutil.rmtree(top, ignore_errors=True)
+
+
+def _sweep(tmp: Path) -> None:
+    """Remove the clusters of test runs that were killed (their server died with them: dies_with_us)."""
+    for old in tmp.glob("reviewer-pg-*"):
+        pid = old / "data" / "postmaster.pid"
+        words = pid.read_text().split() if pid.exists() else []
+        alive = bool(words) and Path(f"/proc/{words[0]}").exists()
+        if not alive and time.time() - old.stat().st_mtime > 60:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @pytest.fixture
@@ -100,7 +121,8 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     port = free_port()
     with (top / "log").open("wb") as log:
         proc = subprocess.Popen([exe, "--bind", "127.0.0.1", "--port", str(port), "--dir", str(top), "--save", "", "--appendonly", "no",
-                                 "--daemonize", "no"], stdout=log, stderr=log, start_new_session=True)
+                                 "--daemonize", "no"], stdout=log, stderr=log, start_new_session=True,
+                                preexec_fn=dies_with_us(signal.SIGTERM))
     url = f"redis://127.0.0.1:{port}/0"
     try:
         wait_until(lambda: _answers(lambda: redis.Redis.from_url(url).ping()), 30, "redis-server")

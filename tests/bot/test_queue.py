@@ -21,7 +21,7 @@ import pytest
 from reviewer.bot import stages
 from reviewer.bot.jobs import Job, Spec
 from reviewer.bot.queue import Bot, Settings
-from tests.bot.conftest import wait_until
+from tests.bot.conftest import dies_with_us, wait_until
 from tests.bot.stagefns import touch
 from tests.conftest import ROOT, SERIES
 
@@ -37,7 +37,8 @@ class Consumers:
         fields = {**dataclasses.asdict(settings), "home": str(settings.home)}
         log = (self.logs / f"consumer-{len(self.procs)}.log").open("wb")
         proc = subprocess.Popen([sys.executable, "-m", "tests.bot.worker", json.dumps(fields), pool], cwd=ROOT, stdout=log, stderr=log,
-                                env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True)
+                                env={**os.environ, "PYTHONPATH": str(ROOT)}, start_new_session=True,
+                                preexec_fn=dies_with_us(signal.SIGKILL))
         log.close()
         self.procs.append(proc)
         return proc
