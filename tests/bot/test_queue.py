@@ -201,13 +201,17 @@ def test_sigterm_hands_back_a_job_that_does_not_finish_in_the_grace_time(tmp_pat
     bot.close()
 
 
-def test_two_redis_workers_and_kill_9_of_one_mid_job(tmp_path: Path, redis_url: str, pg_db: str, consumers: Consumers) -> None:
-    # As on two machines: homes of their own, the queue on Redis, the jobs table on PostgreSQL.
+@pytest.mark.parametrize("table", ["postgres", "sqlite"])
+def test_two_redis_workers_and_kill_9_of_one_mid_job(tmp_path: Path, redis_url: str, table: str, request: pytest.FixtureRequest,
+                                                     consumers: Consumers) -> None:
+    # Homes of their own and the queue on Redis; the jobs table on PostgreSQL, as on two machines, or in one
+    # SQLite file both processes write.
     side = tmp_path / "side"
     side.mkdir()
-    db = pg_db
+    db = request.getfixturevalue("pg_db") if table == "postgres" else f"sqlite://{tmp_path / 'jobs.db'}"
     homes = [Settings(home=tmp_path / f"home-{n}", queue=redis_url, db=db, lease=1.5, reap_every=0.3) for n in "ab"]
     bot = Bot(homes[0])
+    bot.queue("touch").flush()  # the session's Redis: nothing left from another test
     specs = [Spec("netdev", f"s{n}", "touch", payload={"dir": str(side), "sleep": 0.1, "hang": 60 if n == 4 else 0}) for n in range(20)]
     ids = [bot.jobs.add(s).id for s in specs]
     for job_id in ids:
