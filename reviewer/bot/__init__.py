@@ -1,1 +1,1 @@
-"""The review bot: feeds, series assembly, and (to come) policy, jobs, queue, workers, outbox."""
+"""The review bot (issue 32): feeds and series assembly, the jobs table and queue; to come: policy, outbox, workers' CLI."""

@@ -1,5 +1,6 @@
 """A real list archive for the bot: a public-inbox v2 inbox behind public-inbox-httpd on 127.0.0.1, started
-once for the session; each test mirrors it with public-inbox-clone over HTTP, as a lore user would."""
+once for the session; each test mirrors it with public-inbox-clone over HTTP, as a lore user would. And the
+jobs table's and queue's real servers, PostgreSQL and redis-server (tests/bot/servers.py)."""
 from __future__ import annotations
 
 import shutil
@@ -11,6 +12,7 @@ import pytest
 
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
 from tests.bot.mails import mail
+from tests.bot.servers import pg_db, postgres_url, redis_url  # noqa: F401 (fixtures for the tests here)
 
 
 @pytest.fixture(scope="session")

@@ -162,11 +162,20 @@ def test_the_rule_keeps_typer_in_cli(tmp_path: Path) -> None:
     assert violations(probe, "reviewer.cli.review") == []
 
 
+def test_the_rule_keeps_bot_on_top(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text("from reviewer.bot import jobs\nfrom reviewer import app\n")
+    assert violations(probe, "reviewer.app") == ["reviewer.app imports reviewer.bot.jobs: nothing but cli/ imports bot/"]
+    assert violations(probe, "reviewer.report.email") == ["reviewer.report.email imports reviewer.bot.jobs: nothing but cli/ imports bot/"]
+    assert violations(probe, "reviewer.cli.bot") == []
+    assert violations(probe, "reviewer.bot.queue") == []
+
+
 # docs/design.md, "Imports kept lazy": what may be imported inside a function, because a run that does not need it
 # would measurably pay for it at start-up. Everything else is imported at the top of the module.
 LAZY = ("scipy", "numpy", "git", "reviewer.tree.repo", "rich", "typer.rich_utils", "reviewer.report.terminal", "reviewer.report.pager",
         "reviewer.selftests", "reviewer.boot", "reviewer.compile", "reviewer.kernelscripts", "reviewer.kernel",
-        "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results")
+        "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results", "reviewer.bot", "psycopg")
 
 
 def imported_in_functions(path: Path) -> list[str]:

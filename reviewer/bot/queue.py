@@ -1,0 +1,217 @@
+"""The queue: huey delivers job ids, the jobs table (jobs.py) says what each job is and where it stands.
+
+One huey queue per pool (static, build-<arch>, guest-<arch>, report), so that a build host runs only the
+consumers of its pools. SqliteHuey (a file in the bot's home) by default, PriorityRedisHuey for a
+`redis://` URL; the task code is the same. huey delivers at most once (a consumer killed mid-task loses
+that task), so the table makes up for it: a consumer's start re-enqueues the queued jobs the queue no
+longer holds (reconcile), and a reaper thread queues the jobs whose lease expired again (reap).
+Everything else reaches the queue through one engine-neutral port, Port.enqueue(job_id, pool, priority,
+eta), which a site running another engine (Celery, ...) could implement instead.
+"""
+from __future__ import annotations
+
+import datetime
+import os
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import huey
+
+from reviewer.bot import stages
+from reviewer.bot.jobs import Job, Jobs, Spec
+
+TASK = "reviewer.bot.run_job"
+
+
+class Port(Protocol):
+    def enqueue(self, job_id: int, pool: str, priority: int, eta: float | None) -> None:
+        """Deliver JOB_ID to a worker of POOL, not before ETA (Unix seconds; None: now)."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path  # the bot's state directory: the SQLite queue and jobs table by default
+    queue: str = "sqlite"  # or a redis://host:port/db URL
+    db: str | None = None  # the jobs table's URL (postgresql://...); None: jobs.db in HOME
+    lease: float = 60.0  # seconds a claim lasts without a heartbeat
+    reap_every: float = 10.0  # seconds between two runs of a consumer's reaper
+    retry_delay: float = 30.0  # seconds before a failed job is tried again
+    timeout: float | None = None  # seconds a stage may run: then it is told to stop, and its run has failed
+    stop_grace: float = 30.0  # seconds SIGTERM waits for running jobs before they are handed back
+
+    @property
+    def jobs_url(self) -> str:
+        return self.db or str(self.home / "jobs.db")
+
+
+class Bot:
+    """The queue and the jobs table of SETTINGS: enqueue work, and run the jobs huey delivers."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.jobs = Jobs(settings.jobs_url)
+        self._queues: dict[str, tuple[huey.Huey, Any]] = {}  # pool: its huey and task
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        self.jobs.close()
+
+    def queue(self, pool: str) -> huey.Huey:
+        """POOL's huey, its one task registered (the consumer's process registers it as the producer's does)."""
+        return self._pool(pool)[0]
+
+    def _pool(self, pool: str) -> tuple[huey.Huey, Any]:
+        with self._lock:
+            if pool not in self._queues:
+                q = _huey(self.settings, pool)
+
+                def run_job(job_id: int) -> None:
+                    self.run(pool, job_id)
+
+                self._queues[pool] = (q, q.task(name=TASK)(run_job))
+            return self._queues[pool]
+
+    def enqueue(self, job_id: int, pool: str, priority: int, eta: float | None) -> None:
+        q, task = self._pool(pool)
+        when = {} if eta is None or eta <= time.time() else {"eta": datetime.datetime.fromtimestamp(eta, datetime.UTC)}
+        q.enqueue(task.s(job_id, priority=priority, **when))
+
+    def submit(self, spec: Spec) -> Job:
+        """Add SPEC's job to the table, then enqueue it, once: the same work submitted again is not queued again."""
+        job, new = self.jobs.put(spec)
+        if new:
+            self.deliver(job)
+        return job
+
+    def deliver(self, job: Job) -> None:
+        self.enqueue(job.id, job.pool, job.priority, job.not_before or None)
+
+    def reconcile(self, pool: str) -> list[int]:
+        """Enqueue the queued jobs of POOL that the queue does not hold (lost with a killed consumer); their ids."""
+        q = self.queue(pool)
+        held = {t.args[0] for t in (*q.pending(), *q.scheduled()) if t.name == TASK and t.args}
+        lost = [j for j in self.jobs.select(pool=pool, state="queued") if j.id not in held]
+        for job in lost:
+            self.deliver(job)
+        return [j.id for j in lost]
+
+    def reap(self, now: float | None = None) -> list[int]:
+        """Queue the jobs whose lease expired again, and deliver them; their ids."""
+        again = self.jobs.reap(now)
+        for job in again:
+            self.deliver(job)
+        return [j.id for j in again]
+
+    def run(self, pool: str, job_id: int) -> None:
+        """The task of POOL's queue: claim JOB_ID (nothing to do if it is not queued: delivered twice, cancelled, or taken
+        already), run its stage with heartbeats, and record the result or the failure."""
+        worker = worker_name()
+        job = self.jobs.claim(pool, worker, self.settings.lease, job_id=job_id)
+        if job is None:
+            self._early(job_id)
+            return
+        beat = _Heartbeat(self, job.id, worker)
+        beat.start()
+        try:
+            result = stages.STAGES[job.stage](job, beat.stop)
+        except Exception as exc:  # a stage's failure is the job's, recorded; the consumer goes on
+            self._failed(job.id, worker, f"{type(exc).__name__}: {exc}")
+        else:
+            if beat.timed_out:
+                self._failed(job.id, worker, f"the stage ran over its timeout ({self.settings.timeout} s)")
+            else:
+                self.jobs.finish(job.id, worker, result)
+        finally:
+            beat.end()
+
+    def _early(self, job_id: int) -> None:
+        """A job delivered before it is due (the queue's clock ahead of the table's) is delivered again for then."""
+        job = self.jobs.get(job_id)
+        if job is not None and job.state == "queued" and job.not_before > time.time():
+            self.deliver(job)
+
+    def _failed(self, job_id: int, worker: str, error: str) -> None:
+        again = self.jobs.fail(job_id, worker, error, retry_delay=self.settings.retry_delay)
+        if again is not None and again.state == "queued":
+            self.deliver(again)
+
+
+class _Heartbeat(threading.Thread):
+    """Extends a running job's lease every third of it; sets STOP (the stage's signal to give up) when the job is
+    no longer the worker's, or when the stage ran over the timeout (then timed_out)."""
+
+    def __init__(self, bot: Bot, job_id: int, worker: str) -> None:
+        super().__init__(name=f"heartbeat-{job_id}", daemon=True)
+        self.bot, self.job_id, self.worker = bot, job_id, worker
+        self.stop = threading.Event()
+        self.timed_out = False
+        self._done = threading.Event()
+        timeout = bot.settings.timeout
+        self._deadline = None if timeout is None else time.monotonic() + timeout
+
+    def run(self) -> None:
+        settings = self.bot.settings
+        while not self._done.wait(min(settings.lease / 3, settings.timeout or settings.lease)):
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                self.timed_out = True
+                self.stop.set()
+            try:
+                kept = self.bot.jobs.heartbeat(self.job_id, self.worker, settings.lease)
+            except Exception:  # the database away for a moment: a missed beat; the lease has two more before it ends
+                continue
+            if not kept:
+                self.stop.set()
+                return
+
+    def end(self) -> None:
+        self._done.set()
+        self.join()
+
+
+def worker_name() -> str:
+    """Who runs a job: host, process and thread, so that an operator can find (and a test can kill) it."""
+    return f"{socket.gethostname()}/{os.getpid()}/{threading.current_thread().name}"
+
+
+def _huey(settings: Settings, pool: str) -> huey.Huey:
+    name = f"reviewer-bot-{pool}"
+    if settings.queue.startswith("redis://"):
+        return huey.PriorityRedisHuey(name, url=settings.queue, results=False)
+    if settings.queue != "sqlite":
+        raise ValueError(f"bot queue: {settings.queue!r}: neither 'sqlite' nor a redis:// URL")
+    settings.home.mkdir(parents=True, exist_ok=True)
+    return huey.SqliteHuey(name, filename=str(settings.home / "queue.db"), results=False)
+
+
+def consume(settings: Settings, pool: str, workers: int = 1, **consumer: Any) -> None:
+    """Run POOL's consumer in this process until SIGINT (at once) or SIGTERM (running jobs get stop_grace seconds
+    to finish): reconcile the queue with the table first, and reap expired leases every reap_every seconds
+    meanwhile. The jobs still running at the end are handed back (queued again and delivered)."""
+    bot = Bot(settings)
+    bot.reconcile(pool)
+    stop = threading.Event()
+    reaper = threading.Thread(target=_reaper, args=(settings, stop), name="reaper", daemon=True)
+    reaper.start()
+    options = {"workers": workers, "worker_type": "thread", "periodic": False, "graceful_signal": "TERM",
+               "shutdown_timeout": settings.stop_grace, **consumer}
+    try:
+        bot.queue(pool).create_consumer(**options).run()
+    finally:
+        stop.set()
+        reaper.join()
+        for job in bot.jobs.hand_back(f"{socket.gethostname()}/{os.getpid()}/"):
+            bot.deliver(job)
+        bot.close()
+
+
+def _reaper(settings: Settings, stop: threading.Event) -> None:
+    bot = Bot(settings)  # a connection of its own: the reaper never waits behind a stage's heartbeat
+    try:
+        while not stop.wait(settings.reap_every):
+            bot.reap()
+    finally:
+        bot.close()
