@@ -16,7 +16,7 @@ import hashlib
 import logging
 import re
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
@@ -136,7 +136,8 @@ def _limit(path: Path, name: str, key: str, value: Any) -> int | None:
     return None if value is None else int(_number(path, name, key, value, integer=True))
 
 
-_READERS: dict[str, Any] = {
+_Reader = Callable[[Path, str, Any], dict[str, Any]]  # (file, list, value) -> Policy's fields
+_READERS: dict[str, _Reader] = {
     "stages": lambda p, n, v: {"stages": _str_list(p, n, "stages", v, STAGES)},
     "arches": lambda p, n, v: {"arches": _str_list(p, n, "arches", v)},
     "mail": lambda p, n, v: {"mail": MailTo(_choice(p, n, "mail", v, MailTo))},

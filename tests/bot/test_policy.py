@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from reviewer.bot.assemble import Assembled, Readiness
-from reviewer.bot.policy import Action, MailTo, Patchwork, Policies, Policy, Rfc, Sent, Verdict, load, may_mail, plan
+from reviewer.bot.policy import KEYS, Action, MailTo, Patchwork, Policies, Policy, Rfc, Sent, Verdict, load, may_mail, plan
 from reviewer.errors import ConfigError
 from reviewer.model import Level
 
@@ -227,3 +227,13 @@ def test_may_mail_keeps_the_per_author_rate_limit() -> None:
     assert (full.verdict, full.not_before) == (Verdict.LATER, NOW + 21 * HOUR)
     assert "max_mails_per_author_per_day = 1" in full.reason
     assert may_mail(pol, series(sender="bob@example.org"), [Level.ERROR], sent, NOW).verdict is Verdict.SEND
+
+
+def test_the_documented_example_loads_and_every_key_is_documented(tmp_path: Path) -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "bot.md").read_text()
+    section = doc.split("## Policy, commands and etiquette", 1)[1]
+    example = section.split("```toml\n", 1)[1].split("```", 1)[0]
+    p = load(write(tmp_path, example)).get("netdev")
+    assert (p.mail, p.embargo_hours, p.max_mails_per_author_per_day) == (MailTo.AUTHOR_LIST, 24, 3)
+    assert plan(series(sender="kernel-robot@example.org"), p, NOW).action is Action.SKIP
+    assert sorted(k for k in KEYS if f"| `{k}` |" not in section) == []
