@@ -3,7 +3,8 @@
 A bot gives no review tags: no line of its mail starts with `Reviewed-by:`, `Acked-by:`, `Tested-by:` or any
 other `*-by:` trailer (b4 and Patchwork would apply it to the patch). It says it is automated and may err,
 how to stop it (`reviewer-bot: stop`, reviewer/bot/commands.py), which base it reviewed on, and the commands
-that reproduce its findings; its headers say `Auto-Submitted: auto-generated` (RFC 3834).
+that reproduce its findings; its headers say `Auto-Submitted: auto-generated` (RFC 3834), and it goes to no one but the author (and
+the list, when the policy says so).
 
 `footer()` writes that block, `with_footer()` puts it in a reply body built by reviewer/report/email.py
 (before the `-- ` signature), `bot_mail()` does both to a whole reply; `problems()` lists what a mail
@@ -13,6 +14,7 @@ shell-quoted, it can never become a line of its own.
 """
 from __future__ import annotations
 
+import email.utils
 import re
 import shlex
 from collections.abc import Iterable, Sequence
@@ -65,7 +67,8 @@ def footer(f: Footer) -> str:
     lines = [
         AUTOMATED,
         "It gives no review tags: a maintainer decides what the findings are worth.",
-        "To stop its mail about this series, reply with this line:",
+        "To stop its mail about this series, the author or a maintainer of the",
+        "files it touches can reply with this line:",
         "",
         f"  {STOP}",
         "",
@@ -98,8 +101,9 @@ def bot_mail(msg: EmailMessage, f: Footer) -> EmailMessage:
     return msg
 
 
-def problems(body: str, headers: Iterable[tuple[str, str]] | None = None) -> list[str]:
-    """What the mail (its plain BODY, and its HEADERS when given) breaks of the etiquette; [] when nothing."""
+def problems(body: str, headers: Iterable[tuple[str, str]] | None = None, allowed: Iterable[str] | None = None) -> list[str]:
+    """What the mail (its plain BODY, and its HEADERS when given) breaks of the etiquette; [] when nothing.
+    ALLOWED: the only addresses it may go to (the author, and the list when the policy says so)."""
     found = [f"line {n}: a review tag {m[1]!r}: a bot gives none" for n, line in enumerate(body.splitlines(), 1)
              if (m := _TAG.match(line))]
     if AUTOMATED not in body:
@@ -115,14 +119,24 @@ def problems(body: str, headers: Iterable[tuple[str, str]] | None = None) -> lis
         if values.get("auto-submitted", "").strip().lower() != "auto-generated":
             found.append("its headers lack 'Auto-Submitted: auto-generated'")
         found += [f"header {k}: a review tag" for k, v in headers if _TAG.search(str(v))]
+        if allowed is not None:
+            found += _extra_recipients(headers, allowed)
     return found
 
 
-def check(msg: EmailMessage) -> None:
-    """Raise EtiquetteError when MSG breaks the etiquette (the sender refuses it)."""
+def _extra_recipients(headers: Iterable[tuple[str, str]], allowed: Iterable[str]) -> list[str]:
+    """A recipient beyond ALLOWED: the bot never adds one (a display name from a series that holds an
+    address, `"M <m@evil.example>" <a@example.org>`, must not become one)."""
+    ok = {a.strip().lower() for a in allowed}
+    sent = [a.lower() for _, a in email.utils.getaddresses([v for k, v in headers if k.lower() in ("to", "cc", "bcc")])]
+    return [f"it goes to {a}, who is neither the author nor the list" for a in dict.fromkeys(sent) if a not in ok]
+
+
+def check(msg: EmailMessage, allowed: Iterable[str] | None = None) -> None:
+    """Raise EtiquetteError when MSG breaks the etiquette (the sender refuses it); ALLOWED as in `problems`."""
     part = msg.get_body(preferencelist=("plain",))
     body = str(part.get_content()) if part is not None else ""
-    found = problems(body, [(k, str(v)) for k, v in msg.items()])
+    found = problems(body, [(k, str(v)) for k, v in msg.items()], allowed)
     if found:
         raise EtiquetteError(f"the bot's mail {msg['Message-ID']} breaks the etiquette: {'; '.join(found)}",
                              "reviewer/bot/etiquette.py says what a bot mail must say")

@@ -123,6 +123,13 @@ def _patchwork(path: Path, name: str, value: Any) -> Patchwork:
     return Patchwork(value["url"], value["project"], _flag(path, name, "patchwork.checks", value.get("checks", False)))
 
 
+def _stages(path: Path, name: str, value: Any) -> tuple[str, ...]:
+    stages = _str_list(path, name, "stages", value, STAGES)
+    if not stages:
+        raise ConfigError(f"{_where(path, name, 'stages')}: empty", "give at least \"static\", or mail = \"off\" to review silently")
+    return tuple(dict.fromkeys(stages))
+
+
 def _regexes(path: Path, name: str, values: tuple[str, ...]) -> tuple[str, ...]:
     for v in values:
         try:
@@ -138,7 +145,7 @@ def _limit(path: Path, name: str, key: str, value: Any) -> int | None:
 
 _Reader = Callable[[Path, str, Any], dict[str, Any]]  # (file, list, value) -> Policy's fields
 _READERS: dict[str, _Reader] = {
-    "stages": lambda p, n, v: {"stages": _str_list(p, n, "stages", v, STAGES)},
+    "stages": lambda p, n, v: {"stages": _stages(p, n, v)},
     "arches": lambda p, n, v: {"arches": _str_list(p, n, "arches", v)},
     "mail": lambda p, n, v: {"mail": MailTo(_choice(p, n, "mail", v, MailTo))},
     "patchwork": lambda p, n, v: {"patchwork": _patchwork(p, n, v)},
@@ -314,6 +321,8 @@ def may_mail(policy: Policy, series: Assembled, levels: Iterable[Level], sent: I
     mine = [s for s in recent if s.author.lower() == series.sender.lower()]
     for limit, counted, what in ((policy.max_mails_per_day, recent, "max_mails_per_day"),
                                  (policy.max_mails_per_author_per_day, mine, "max_mails_per_author_per_day")):
+        if limit == 0:
+            return Decision(Verdict.NEVER, f"{what} = 0")
         if limit is not None and len(counted) >= limit:
             oldest = sorted(s.at for s in counted)[len(counted) - limit]
             return Decision(Verdict.LATER, f"{what} = {limit} reached", not_before=oldest + DAY)

@@ -22,6 +22,7 @@ from reviewer.bot.etiquette import (
 )
 from reviewer.model import Finding, Level, Review
 from reviewer.report import email as reply_mail
+from reviewer.report import send
 from reviewer.series.fetch import build_series, parse_bytes
 from tests.bot.mails import series
 
@@ -105,3 +106,26 @@ def test_each_missing_statement_is_named() -> None:
     assert problems(full.replace("Base commit: 1234567890ab", "Base commit:")) == ["it does not say which base it used"]
     assert problems(with_footer("Hello,\n", Footer("abc", ()))) == ["it does not give the commands that reproduce its findings"]
     assert problems(full, [("Subject", "Re: x")]) == ["its headers lack 'Auto-Submitted: auto-generated'"]
+
+
+def test_a_recipient_beyond_the_author_and_the_list_is_refused() -> None:
+    body = with_footer("Hello,\n", FOOTER)
+    headers = [("Auto-Submitted", "auto-generated"), ("To", "Mallory <m@evil.example>, x <ann@example.org>"),
+               ("Cc", "test@lists.example.org")]
+    allowed = ["Ann@example.org", "test@lists.example.org"]
+    assert problems(body, headers, allowed) == ["it goes to m@evil.example, who is neither the author nor the list"]
+    assert problems(body, headers[:1] + [("To", "Ann <ann@example.org>")] + headers[2:], allowed) == []
+    assert problems(body, headers) == []  # no ALLOWED given: not checked
+
+
+def test_a_display_name_holding_an_address_never_reaches_a_recipient() -> None:
+    # RFC 5322 allows a quoted display name with `<`, `>` and `,` in it: either the reply quotes it, or the check refuses the mail.
+    mails = series("named", "PATCH", "lib: tidy", 2, sender='"Mallory <m@evil.example>, x" <ann@example.org>')
+    msg = bot_mail(reply_mail.reply(Review(series=build_series([parse_bytes(m) for m in mails], "test")), OPTS), FOOTER)
+    allowed = ["ann@example.org", "test@lists.example.org"]
+    try:
+        check(msg, allowed)
+    except EtiquetteError as exc:
+        assert "it goes to m@evil.example" in exc.message  # reviewer/report/message.py writes the name unquoted today
+    else:
+        assert {a.lower() for a in send.envelope(msg)} <= set(allowed)

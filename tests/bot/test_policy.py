@@ -71,6 +71,7 @@ def test_every_key_is_read(tmp_path: Path) -> None:
     ("[lists.netdev]\nmial = 'author'\n", "[lists.netdev] mial: unknown key"),
     ("[lists.netdev]\nmail = 'everyone'\n", "[lists.netdev] mail: 'everyone' is not one of off | author | author+list"),
     ("[lists.netdev]\nstages = ['static', 'boot']\n", "[lists.netdev] stages: unknown value 'boot'"),
+    ("[lists.netdev]\nstages = []\n", "[lists.netdev] stages: empty"),
     ("[lists.netdev]\nrfc = 'some'\n", "[lists.netdev] rfc: 'some' is not one of skip | static | full"),
     ("[lists.netdev]\nembargo_hours = -1\n", "[lists.netdev] embargo_hours: expected a number >= 0"),
     ("[lists.netdev]\nmax_mails_per_day = 2.5\n", "[lists.netdev] max_mails_per_day: expected a whole number >= 0"),
@@ -237,3 +238,9 @@ def test_the_documented_example_loads_and_every_key_is_documented(tmp_path: Path
     assert (p.mail, p.embargo_hours, p.max_mails_per_author_per_day) == (MailTo.AUTHOR_LIST, 24, 3)
     assert plan(series(sender="kernel-robot@example.org"), p, NOW).action is Action.SKIP
     assert sorted(k for k in KEYS if f"| `{k}` |" not in section) == []
+
+
+def test_a_rate_limit_of_zero_sends_nothing() -> None:
+    for key in ("max_mails_per_day", "max_mails_per_author_per_day"):
+        got = may_mail(replace(FULL_POLICY, **{key: 0}), series(), [Level.ERROR], [], NOW)  # type: ignore[arg-type]
+        assert (got.verdict, got.reason) == (Verdict.NEVER, f"{key} = 0")
