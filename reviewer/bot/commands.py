@@ -1,7 +1,8 @@
 """Commands to the bot in replies to a series, and who may give them.
 
-A command is a line of a reply's plain text that starts with `reviewer-bot:` (any case, blanks before
-it allowed; a quoted `>` line is someone else's words and never a command), as `pw-bot:` and `#syz` work:
+A command is a line of a reply's plain text that starts with `reviewer-bot:` in its first column (any
+case; a quoted `>` line, an indented one, or one below an `-----Original Message-----` line is someone
+else's words and never a command), as `pw-bot:` and `#syz` work:
 
     reviewer-bot: stop             no more mail about this series
     reviewer-bot: stop author      no more mail about any series of this series' author
@@ -31,7 +32,10 @@ from reviewer.series.patchparse import read_diff, split_message
 from reviewer.tree import maintainers
 
 PREFIX = "reviewer-bot:"
-_COMMAND = re.compile(r"^[^\S\n]*reviewer-bot:[^\S\n]*(.*?)[^\S\n]*$", re.IGNORECASE | re.MULTILINE)
+# In column 1 only: the bot's own footer shows the command indented, so a copy of its mail quoted without `>`
+# (Outlook's "-----Original Message-----" style) never commands anything.
+_COMMAND = re.compile(r"^reviewer-bot:[^\S\n]*(.*?)[^\S\n]*$", re.IGNORECASE | re.MULTILINE)
+_ORIGINAL = re.compile(r"^-+ ?Original Message ?-+$", re.IGNORECASE | re.MULTILINE)
 
 
 class Verb(StrEnum):
@@ -114,7 +118,9 @@ def parse(data: bytes, series: Assembled, allowed: Authority) -> Parsed:
         return Parsed()
     msg = parse_bytes(data, "a reply")
     by, msgid = facts.mail.sender, facts.mail.msgid
-    lines = [m[1] for m in _COMMAND.finditer(_plain(msg))]
+    text = _plain(msg)
+    quoted = _ORIGINAL.search(text)
+    lines = [m[1] for m in _COMMAND.finditer(text[: quoted.start()] if quoted else text)]
     if not lines:
         return Parsed()
     if not set(facts.mail.references) & {series.root, *series.parts}:

@@ -68,7 +68,7 @@ def footer(f: Footer) -> str:
         AUTOMATED,
         "It gives no review tags: a maintainer decides what the findings are worth.",
         "To stop its mail about this series, the author or a maintainer of the",
-        "files it touches can reply with this line:",
+        "files it touches can reply with this line, at the start of a line:",
         "",
         f"  {STOP}",
         "",

@@ -80,7 +80,7 @@ def test_a_command_from_the_author_is_accepted(posted: tuple[Assembled, list[byt
 def test_a_command_from_a_maintainer_of_the_touched_files_is_accepted(posted: tuple[Assembled, list[bytes]], tree: Path) -> None:
     s, mails = posted
     who = authority(s, Policy("test"), touched(mails[1:]), tree)
-    got = parse(reply("  Reviewer-Bot:  rerun build\nreviewer-bot: stop author\n", "Lib Keeper <Keeper@example.org>"), s, who)
+    got = parse(reply("Reviewer-Bot:  rerun build\nreviewer-bot: stop author\n", "Lib Keeper <Keeper@example.org>"), s, who)
     assert [(c.verb, c.stage, c.by) for c in got.commands] == [(Verb.RERUN, "build", "keeper@example.org"),
                                                               (Verb.STOP_AUTHOR, None, "keeper@example.org")]
 
@@ -106,7 +106,8 @@ def test_a_command_from_anyone_else_is_ignored_and_recorded(posted: tuple[Assemb
 def test_a_quoted_command_is_no_command(posted: tuple[Assembled, list[bytes]]) -> None:
     s, _ = posted
     who = Authority("ann@example.org")
-    body = "On Sunday Ann wrote:\n> reviewer-bot: stop\n>reviewer-bot: stop\nI agree. Say reviewer-bot: stop to stop it.\n"
+    body = ("On Sunday Ann wrote:\n> reviewer-bot: stop\n>reviewer-bot: stop\nI agree. Say reviewer-bot: stop to stop it.\n"
+            "The footer said:\n  reviewer-bot: stop\n-----Original Message-----\nreviewer-bot: stop\n")
     assert parse(reply(body, "ann@example.org"), s, who) == parse(reply("nothing here\n", "ann@example.org"), s, who)
     assert parse(reply(body, "ann@example.org"), s, who).commands == ()
 
