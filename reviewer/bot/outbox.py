@@ -14,6 +14,7 @@ Message-ID, and a reader's mail client shows one.
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import email.parser
 import email.utils
@@ -45,10 +46,11 @@ class Mail:
     @classmethod
     def of(cls, key: str, msg: EmailMessage, recipients: Sequence[str] = ()) -> Mail:
         """MSG under KEY, its Message-ID made from the key: a copy sent again, or made again by a job run again,
-        is recognisably the same message."""
-        del msg["Message-ID"]
-        msg["Message-ID"] = message_id(key, str(msg.get("From", "")))
-        return cls(key, message.as_bytes(msg), tuple(recipients))
+        is recognisably the same message. MSG itself is left as it is."""
+        mine = copy.deepcopy(msg)
+        del mine["Message-ID"]
+        mine["Message-ID"] = message_id(key, str(msg.get("From", "")))
+        return cls(key, message.as_bytes(mine), tuple(recipients))
 
 
 def message_id(key: str, sender: str) -> str:

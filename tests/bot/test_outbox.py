@@ -136,6 +136,10 @@ def test_a_failing_send_is_retried_with_backoff_then_failed(jobs: Jobs, smtp: Se
 def test_the_message_id_is_made_from_the_key() -> None:
     a, b = reply("k1"), reply("k1")
     assert a.message == b.message
+    msg = email.message_from_bytes(a.message, policy=email.policy.default)
+    assert isinstance(msg, EmailMessage)
+    msg.replace_header("Message-ID", "<theirs@example.org>")
+    assert Mail.of("k2", msg).message != a.message and msg["Message-ID"] == "<theirs@example.org>"  # the caller's is untouched
     parsed = email.message_from_bytes(a.message, policy=email.policy.default)
     assert parsed["Message-ID"] == message_id("k1", "bot@example.org") != message_id("k2", "bot@example.org")
     assert parsed["Message-ID"].endswith("@example.org>")
