@@ -180,8 +180,8 @@ class Jobs:
 
     def finish(self, job_id: int, worker: str, result: Mapping[str, Any], now: float | None = None) -> bool:
         """Record the result of WORKER's run; False (nothing recorded) when the job is no longer WORKER's."""
-        now = time.time() if now is None else now
-        return self._update("state = 'done', result = ?, lease_until = NULL, updated = ?", (json.dumps(dict(result)), now), job_id, worker)
+        with self.db.tx() as run:
+            return finish_in(run, job_id, worker, result, now)
 
     def fail(self, job_id: int, worker: str, error: str, now: float | None = None, retry_delay: float = 0.0) -> Job | None:
         """WORKER's run failed with ERROR: the job is queued again (due RETRY_DELAY from now) until it has been
@@ -194,8 +194,7 @@ class Jobs:
 
     def _update(self, assignments: str, values: tuple[Any, ...], job_id: int, worker: str) -> bool:
         with self.db.tx() as run:
-            cur = run(f"UPDATE jobs SET {assignments} WHERE id = ? AND state = 'running' AND worker = ?", (*values, job_id, worker))
-            return bool(cur.rowcount == 1)
+            return _update(run, assignments, values, job_id, worker)
 
     def cancel_series(self, series: str, now: float | None = None) -> int:
         """Supersede SERIES: its queued and running jobs are cancelled (a running one learns it at its next
@@ -245,3 +244,15 @@ class Jobs:
         with self.db.tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM jobs WHERE state = 'failed' ORDER BY updated DESC, id DESC LIMIT ?", (limit,))
             return [Job.of(r) for r in rows.fetchall()]
+
+
+def finish_in(run: sql.Run, job_id: int, worker: str, result: Mapping[str, Any], now: float | None = None) -> bool:
+    """Jobs.finish inside the open transaction RUN, so that what the result causes (the outbox's rows) is
+    written in the same transaction or not at all."""
+    now = time.time() if now is None else now
+    return _update(run, "state = 'done', result = ?, lease_until = NULL, updated = ?", (json.dumps(dict(result)), now), job_id, worker)
+
+
+def _update(run: sql.Run, assignments: str, values: tuple[Any, ...], job_id: int, worker: str) -> bool:
+    cur = run(f"UPDATE jobs SET {assignments} WHERE id = ? AND state = 'running' AND worker = ?", (*values, job_id, worker))
+    return bool(cur.rowcount == 1)

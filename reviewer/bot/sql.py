@@ -23,11 +23,12 @@ class Dialect:
     real: str  # a float column (Unix seconds)
     lock: str  # appended to a SELECT whose rows the transaction then updates
     schema_lock: str = ""  # run before creating tables: two workers starting at once on PostgreSQL would race
+    blob: str = "BLOB"  # a bytes column (the outbox's messages)
 
 
 SQLITE = Dialect("?", "INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "")  # BEGIN IMMEDIATE locks the whole database
 POSTGRES = Dialect("%s", "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", " FOR UPDATE SKIP LOCKED",
-                   "SELECT pg_advisory_xact_lock(3232)")  # any number: the bot's schema
+                   "SELECT pg_advisory_xact_lock(3232)", "BYTEA")  # any number: the bot's schema
 
 
 @dataclass(frozen=True)

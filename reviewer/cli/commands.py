@@ -1,4 +1,5 @@
-"""The commands other than the review itself: rules, demo, guest-root, install-hook, uninstall-hook, pre-push."""
+"""The commands other than the review itself: rules, demo, guest-root, install-hook, uninstall-hook, pre-push, and the bot's group
+(cli/bot.py)."""
 from __future__ import annotations
 
 import sys
@@ -9,6 +10,7 @@ import typer
 
 from reviewer import app, hook
 from reviewer import demo as demo_mod
+from reviewer.cli.bot import bot_app
 from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ExitStatus, UsageError
 from reviewer.kernel import arches
@@ -22,6 +24,9 @@ sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_a
 @sub_app.callback()
 def _subcommands() -> None:
     """Commands other than the review itself."""
+
+
+sub_app.add_typer(bot_app, name="bot")
 
 
 @sub_app.command("rules", cls=WideHelp, help="List the rules and checks with their documentation, or validate a rules directory.")

@@ -21,6 +21,7 @@ import shlex
 import smtplib
 import socket
 import ssl
+from collections.abc import Sequence
 from dataclasses import dataclass
 from email.message import EmailMessage
 from pathlib import Path
@@ -104,14 +105,7 @@ def envelope(msg: EmailMessage) -> list[str]:
 def send(msg: EmailMessage, t: Transport, cwd: Path) -> None:
     """Deliver MSG; on any failure save it and raise SendError naming the saved file."""
     try:
-        invented = invented_parent(msg)
-        if invented is not None:
-            raise SendError(f"the reply answers {invented}, a Message-ID the tool made up (the mail it answers has none)",
-                            "review again with --in-reply-to MSGID (the real id, e.g. from lore), or fix In-Reply-To: in")
-        if t.sendmail_cmd:
-            _sendmail(msg, t, cwd)
-        else:
-            _smtp(msg, t, cwd)
+        deliver(msg, t, cwd)
     except SendError as exc:
         path = save_unsent(msg)
         raise SendError(f"{exc.message}; the message was not sent and is saved in {path}",
@@ -119,16 +113,30 @@ def send(msg: EmailMessage, t: Transport, cwd: Path) -> None:
                         else f"fix the problem, then send it with `git send-email {path}`") from exc
 
 
-def _sendmail(msg: EmailMessage, t: Transport, cwd: Path) -> None:
+def deliver(msg: EmailMessage, t: Transport, cwd: Path, recipients: Sequence[str] = ()) -> None:
+    """Deliver MSG to RECIPIENTS (default: its To, Cc and Bcc) or raise SendError; nothing is saved (the bot's
+    outbox keeps its own copy and tries again)."""
+    invented = invented_parent(msg)
+    if invented is not None:
+        raise SendError(f"the reply answers {invented}, a Message-ID the tool made up (the mail it answers has none)",
+                        "review again with --in-reply-to MSGID (the real id, e.g. from lore), or fix In-Reply-To: in")
+    rcpts = list(recipients) or envelope(msg)
+    if t.sendmail_cmd:
+        _sendmail(msg, t, cwd, rcpts)
+    else:
+        _smtp(msg, t, cwd, rcpts)
+
+
+def _sendmail(msg: EmailMessage, t: Transport, cwd: Path, rcpts: list[str]) -> None:
     sender_addr = t.envelope_sender or email.utils.parseaddr(str(msg["From"]))[1]
-    args = ["sh", "-c", f'{t.sendmail_cmd} "$@"', "sendmail", "-f", sender_addr, *envelope(msg)]
+    args = ["sh", "-c", f'{t.sendmail_cmd} "$@"', "sendmail", "-f", sender_addr, *rcpts]
     try:
         run(args, cwd=cwd, input=as_bytes(msg), timeout=config.env_number("REVIEWER_SMTP_DEADLINE"))
     except CommandError as exc:
         raise SendError(f"sendemail.sendmailCmd {exc.message}") from exc
 
 
-def _smtp(msg: EmailMessage, t: Transport, cwd: Path) -> None:
+def _smtp(msg: EmailMessage, t: Transport, cwd: Path, rcpts: list[str]) -> None:
     seconds = config.env_number("REVIEWER_SMTP_DEADLINE")
     # A credential helper may prompt for the password: asked before the clock starts.
     cred = _credential(cwd, "fill", t, {}) if t.user and not t.password else None
@@ -137,7 +145,7 @@ def _smtp(msg: EmailMessage, t: Transport, cwd: Path) -> None:
             if t.user:
                 _login(smtp, t, cwd, cred)
             sender_addr = t.envelope_sender or email.utils.parseaddr(str(msg["From"]))[1]
-            _transaction(smtp, sender_addr, envelope(msg), msg.as_bytes(policy=POLICY.clone(linesep="\r\n")))  # SMTP wants CRLF
+            _transaction(smtp, sender_addr, rcpts, msg.as_bytes(policy=POLICY.clone(linesep="\r\n")))  # SMTP wants CRLF
     except (smtplib.SMTPException, ssl.SSLError, OSError) as exc:
         if watch.fired:  # the watch cut the socket: whatever smtplib says, the time was up
             raise SendError(f"{t.where()}: the SMTP conversation did not end within the {seconds:g} s deadline "

@@ -1,6 +1,6 @@
 """A real list archive for the bot: a public-inbox v2 inbox behind public-inbox-httpd on 127.0.0.1, started
 once for the session; each test mirrors it with public-inbox-clone over HTTP, as a lore user would. And the
-jobs table's and queue's real servers, PostgreSQL and redis-server (tests/bot/servers.py)."""
+jobs table's and queue's real servers, PostgreSQL and redis-server (tests/bot/servers.py), and tests/mail's SMTP server."""
 from __future__ import annotations
 
 import shutil
@@ -13,6 +13,7 @@ import pytest
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
 from tests.bot.mails import mail
 from tests.bot.servers import pg_db, postgres_url, redis_url  # noqa: F401 (fixtures for the tests here)
+from tests.mail.test_send import smtp  # noqa: F401 (a real SMTP server on 127.0.0.1: the outbox's tests)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,107 @@
+"""The bot's configuration file (TOML), validated before anything starts; every error is one line naming the file
+and the key.
+
+    [bot]
+    home = "/var/lib/reviewer-bot"   # the state directory (required; relative: to the file's directory)
+    queue = "sqlite"                 # or "redis://host:6379/0"
+    db = "postgresql://..."          # the jobs table and outbox; default: jobs.db in home (SQLite)
+
+    [lists.netdev]
+    mirror = "/srv/lore/netdev"      # the list's public-inbox git mirror: a path or a URL
+    # mail, stages, rfc, settle, patchwork, ...: the list's policy, passed through as they are (policy.py reads them)
+"""
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reviewer.bot.queue import Settings
+from reviewer.errors import ConfigError
+
+BOT_KEYS = ("home", "queue", "db")
+TABLES = ("bot", "lists")
+URL = re.compile(r"^[a-z][a-z0-9+.-]*://")
+
+
+@dataclass(frozen=True)
+class ListConfig:
+    name: str
+    mirror: str  # a path (made absolute) or a URL
+    policy: Mapping[str, Any]  # the [lists.NAME] table as written, mirror included
+
+
+@dataclass(frozen=True)
+class BotConfig:
+    path: Path
+    home: Path
+    queue: str = "sqlite"
+    db: str | None = None  # None: jobs.db in home
+    lists: Mapping[str, ListConfig] | None = None
+
+    def settings(self) -> Settings:
+        return Settings(home=self.home, queue=self.queue, db=self.db)
+
+    @property
+    def jobs_url(self) -> str:
+        return self.settings().jobs_url
+
+
+def load(path: Path) -> BotConfig:
+    """The configuration in PATH; ConfigError (exit 3) naming the file and key of the first problem."""
+    try:
+        data = tomllib.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file", "give the bot's configuration file with --config FILE") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot be read: {getattr(exc, 'strerror', None) or exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    return _parse(path, data)
+
+
+def _parse(path: Path, data: dict[str, Any]) -> BotConfig:
+    _known(path, "", data, TABLES)
+    bot = _table(path, "bot", data.get("bot"))
+    _known(path, "[bot] ", bot, BOT_KEYS)
+    if "home" not in bot:
+        raise ConfigError(f"{path}: [bot] home: missing (the bot's state directory)", 'add e.g. home = "/var/lib/reviewer-bot" under [bot]')
+    home = path.parent / _text(path, "[bot] home", bot["home"])
+    queue = _text(path, "[bot] queue", bot.get("queue", "sqlite"))
+    if queue != "sqlite" and not queue.startswith("redis://"):
+        raise ConfigError(f"{path}: [bot] queue: {queue!r} is neither \"sqlite\" nor a redis:// URL", 'e.g. queue = "redis://host:6379/0"')
+    db = bot.get("db")
+    if db is not None and not _text(path, "[bot] db", db).startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"{path}: [bot] db: {db!r} is not a postgresql:// URL", "leave it out for SQLite in the bot's home")
+    lists = {name: _list(path, name, table) for name, table in _table(path, "lists", data.get("lists", {})).items()}
+    return BotConfig(path, home.resolve(), queue, db, lists)
+
+
+def _list(path: Path, name: str, table: object) -> ListConfig:
+    where = f"[lists.{name}]"
+    policy = _table(path, where, table)
+    if "mirror" not in policy:
+        raise ConfigError(f"{path}: {where} mirror: missing (the list's public-inbox git mirror: a path or a URL)")
+    mirror = _text(path, f"{where} mirror", policy["mirror"])
+    return ListConfig(name, mirror if URL.match(mirror) else str((path.parent / mirror).resolve()), policy)
+
+
+def _table(path: Path, key: str, value: object) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{path}: [{key.strip('[]')}]: missing, or not a table")
+    return value
+
+
+def _text(path: Path, key: str, value: object) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{path}: {key}: {value!r} is not a non-empty string")
+    return value
+
+
+def _known(path: Path, where: str, table: Mapping[str, Any], known: tuple[str, ...]) -> None:
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise ConfigError(f"{path}: {where}{unknown[0]}: unknown key", f"the keys known here: {', '.join(known)}")
