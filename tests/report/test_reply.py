@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import email
 import email.policy
+import email.utils
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -119,6 +120,22 @@ def test_recipients_by_policy() -> None:
     # The sender never mails himself, and nobody gets it twice.
     to, cc = reply_mail.recipients(s, s.cover.to, s.cover.cc, reply_mail.ReplyPolicy.ALL, "Huai Chen <CHENHUAI@example.org>")
     assert not any("chenhuai" in a.lower() for a in to + cc)
+
+
+def test_a_name_from_the_series_adds_no_recipient() -> None:
+    # A display name is the series' text: one with a comma and an address in it, written as a valid quoted name,
+    # must stay one name of one address in the reply's To: and Cc:, not become a second recipient.
+    s = _review(DEMO, None).series
+    assert s is not None and s.cover is not None
+    hostile = "Mallory <m@evil.example>, x"
+    s = replace(s, author=replace(s.author, name=hostile))
+    cc = (f'"{hostile}" <list@example.org>', 'Back\\slash "Q" <q@example.org>')
+    to, cc_out = reply_mail.recipients(s, (), cc, reply_mail.ReplyPolicy.ALL, OPTS.sender)
+    header = email.message_from_string(f"To: {', '.join(to)}\nCc: {', '.join(cc_out)}\n\n", policy=email.policy.default)
+    assert [a.addr_spec for a in header["To"].addresses] == ["xry111@example.org"]
+    assert [a.display_name for a in header["To"].addresses] == [hostile]
+    assert [a.addr_spec for a in header["Cc"].addresses] == ["list@example.org", "q@example.org"]
+    assert [a.display_name for a in header["Cc"].addresses] == [email.utils.parseaddr(a)[0] for a in cc] == [hostile, "Back\\slash Q"]
 
 
 def test_wrap_keeps_code_spans() -> None:
