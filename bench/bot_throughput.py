@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The review bot's queue on this machine: static reviews per hour through huey with 1 and 2 workers, on
 SqliteHuey and (when redis-server is installed) Redis, against the same static review run directly in
-this process (the baseline: reviewer.app.review on the same mbox, as the `static` stage calls it).
+this process (the baseline: reviewer.app.review on the same mbox, as the `static` stage calls it; the
+median of 3 batches of JOBS, and one more batch at the end to show how much the machine drifted).
 
 Each queue row: consumers (reviewer.bot.queue.consume, in processes of their own, as `review bot worker`
 runs them) are started and warmed with one job, then JOBS jobs (default 40), each the bundled demo series
-(fixtures/series/loongarch-vdso-getrandom-v4.mbox, 4 patches) in a directory of its own, are submitted
+(fixtures/series/loongarch-vdso-getrandom-v4.mbox, 4 patches; MBOX=PATH: another) in a directory of its own, are submitted
 and timed until the jobs table says all are done. "1 worker" is one consumer with one worker thread;
 "2 threads" is one consumer with two (the GIL shares one core between them); "2 processes" is two
 consumers of one thread each. An idle consumer polls every 0.1 s at most (huey's max_delay; its default
@@ -21,6 +22,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import statistics
 import subprocess
 import sys
 import time
@@ -33,7 +35,7 @@ from _common import ROOT, env, scratch, table
 from bench._cli import usage
 
 JOBS = int(os.environ.get("JOBS", "40"))
-MBOX = ROOT / "fixtures/series/loongarch-vdso-getrandom-v4.mbox"
+MBOX = Path(os.environ.get("MBOX", ROOT / "fixtures/series/loongarch-vdso-getrandom-v4.mbox"))
 CONSUMER = ("import json, sys; from pathlib import Path; from reviewer.bot import queue; f = json.loads(sys.argv[1]); "
             "queue.consume(queue.Settings(home=Path(f.pop('home')), **f), 'static', workers=int(sys.argv[2]), max_delay=0.1)")
 
@@ -158,16 +160,19 @@ def main() -> None:
         environ = env(work / "home") | {"PYTHONPATH": str(ROOT)}
         os.environ.update({k: v for k, v in environ.items() if k.startswith(("HOME", "XDG_"))})  # the same caches as the consumers'
         direct(mboxes(work, "warm", 1))
-        base = direct(mboxes(work, "direct", JOBS))
-        rows = [("static review in this process (baseline)", base, 1.0, f"{3600 / base:,.0f} reviews/hour")]
+        base = statistics.median(direct(mboxes(work, f"direct{i}", JOBS)) for i in range(3))
+        rows: list[tuple[str, float, float | None, str]] = [
+            ("static review in this process (baseline, median of 3)", base, 1.0, f"{3600 / base:,.0f} reviews/hour")]
         with redis_server(work) as redis_url:
             queues = [("SqliteHuey", "sqlite"), *([("Redis", redis_url)] if redis_url else [])]
             for name, url in queues:
                 for label, layout in (("1 worker", (1,)), ("2 threads, 1 consumer", (2,)), ("2 processes", (1, 1))):
                     per_job = through_queue(work, f"{name}-{len(layout)}-{sum(layout)}", url, layout, environ)
-                    note = f"{3600 / per_job:,.0f} reviews/hour" + (f"; overhead {per_job / base - 1:+.1%} (target <= +5%)"
-                                                                    if layout == (1,) else "")
+                    over = f"; overhead {per_job / base - 1:+.1%}, {1000 * (per_job - base):+.1f} ms/job (target <= +5%)"
+                    note = f"{3600 / per_job:,.0f} reviews/hour" + (over if layout == (1,) else "")
                     rows.append((f"{name}, {label}", per_job, per_job / base, note))
+        again = direct(mboxes(work, "direct-again", JOBS))
+        rows.append(("baseline again, after the queue rows (the drift)", again, again / base, ""))
         if not redis_url:
             rows.append(("Redis: skipped (redis-server or the redis package not installed)", 0.0, None, ""))
         table(f"Static reviews through the bot's queue, {JOBS} jobs, seconds per job (os.cpu_count() = {os.cpu_count()})", rows, runs=1)
