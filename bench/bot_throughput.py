@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The review bot's queue on this machine: static reviews per hour through huey with 1 and 2 workers, on
 SqliteHuey and (when redis-server is installed) Redis, against the same static review run directly in
-this process (the baseline: reviewer.app.review on the same mbox, as the `static` stage calls it; the
-median of 3 batches of JOBS, and one more batch at the end to show how much the machine drifted).
+this process (the baseline: reviewer.app.review on the same mbox, as the `static` stage calls it; measured
+again after the queue rows, to show how much the machine drifted). Every row: the median of RUNS (default 5)
+batches, seconds per job.
 
 Each queue row: consumers (reviewer.bot.queue.consume, in processes of their own, as `review bot worker`
 runs them) are started and warmed with one job, then JOBS jobs (default 40), each the bundled demo series
@@ -30,7 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from _common import ROOT, env, scratch, table
+from _common import ROOT, RUNS, env, scratch, table
 
 from bench._cli import usage
 
@@ -80,7 +81,7 @@ def consumers(settings: dict[str, str], layout: tuple[int, ...], environ: dict[s
 
 
 def through_queue(work: Path, tag: str, queue_url: str, layout: tuple[int, ...], environ: dict[str, str]) -> float:
-    """Seconds per job through the queue: JOBS jobs submitted to warmed consumers, until all are done."""
+    """Seconds per job through the queue: JOBS jobs submitted to warmed consumers, until all are done (median of RUNS batches)."""
     from reviewer.bot.jobs import Spec
     from reviewer.bot.queue import Bot, Settings
 
@@ -92,11 +93,14 @@ def through_queue(work: Path, tag: str, queue_url: str, layout: tuple[int, ...],
             warm = [bot.submit(Spec("bench", f"warm{i}", "static", payload={"mbox": str(m)}))
                     for i, m in enumerate(mboxes(work, f"{tag}-warm", len(layout)))]
             wait(home, [j.id for j in warm], 300)
-            paths = mboxes(work, tag, JOBS)
-            start = time.perf_counter()
-            ids = [bot.submit(Spec("bench", f"s{i}", "static", payload={"mbox": str(m)})).id for i, m in enumerate(paths)]
-            wait(home, ids, 60 + 60 * JOBS)
-            return (time.perf_counter() - start) / JOBS
+            times = []
+            for run in range(RUNS):
+                paths = mboxes(work, f"{tag}-{run}", JOBS)
+                start = time.perf_counter()
+                ids = [bot.submit(Spec("bench", f"s{run}.{i}", "static", payload={"mbox": str(m)})).id for i, m in enumerate(paths)]
+                wait(home, ids, 60 + 60 * JOBS)
+                times.append((time.perf_counter() - start) / JOBS)
+            return statistics.median(times)
     finally:
         bot.close()
 
@@ -160,9 +164,9 @@ def main() -> None:
         environ = env(work / "home") | {"PYTHONPATH": str(ROOT)}
         os.environ.update({k: v for k, v in environ.items() if k.startswith(("HOME", "XDG_"))})  # the same caches as the consumers'
         direct(mboxes(work, "warm", 1))
-        base = statistics.median(direct(mboxes(work, f"direct{i}", JOBS)) for i in range(3))
+        base = statistics.median(direct(mboxes(work, f"direct{i}", JOBS)) for i in range(RUNS))
         rows: list[tuple[str, float, float | None, str]] = [
-            ("static review in this process (baseline, median of 3)", base, 1.0, f"{3600 / base:,.0f} reviews/hour")]
+            ("static review in this process (baseline)", base, 1.0, f"{3600 / base:,.0f} reviews/hour")]
         with redis_server(work) as redis_url:
             queues = [("SqliteHuey", "sqlite"), *([("Redis", redis_url)] if redis_url else [])]
             for name, url in queues:
@@ -171,11 +175,12 @@ def main() -> None:
                     over = f"; overhead {per_job / base - 1:+.1%}, {1000 * (per_job - base):+.1f} ms/job (target <= +5%)"
                     note = f"{3600 / per_job:,.0f} reviews/hour" + (over if layout == (1,) else "")
                     rows.append((f"{name}, {label}", per_job, per_job / base, note))
-        again = direct(mboxes(work, "direct-again", JOBS))
+        again = statistics.median(direct(mboxes(work, f"direct-again{i}", JOBS)) for i in range(RUNS))
         rows.append(("baseline again, after the queue rows (the drift)", again, again / base, ""))
         if not redis_url:
             rows.append(("Redis: skipped (redis-server or the redis package not installed)", 0.0, None, ""))
-        table(f"Static reviews through the bot's queue, {JOBS} jobs, seconds per job (os.cpu_count() = {os.cpu_count()})", rows, runs=1)
+        table(f"Static reviews through the bot's queue, batches of {JOBS} jobs, seconds per job (os.cpu_count() = {os.cpu_count()})", rows,
+              runs=RUNS)
 
 
 if __name__ == "__main__":
