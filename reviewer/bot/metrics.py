@@ -175,7 +175,7 @@ def _stages(run: sql.Run) -> list[str]:
 
 def _series(run: sql.Run) -> list[str]:
     rows = run("SELECT MIN(created), MIN(CASE WHEN state = 'done' THEN updated END), MAX(CASE WHEN state = 'done' THEN updated END),"
-               " SUM(CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END) FROM jobs GROUP BY series", ()).fetchall()
+               " SUM(CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END) FROM jobs GROUP BY list, series", ()).fetchall()
     first = [float(f) - float(c) for c, f, _, _ in rows if f is not None]
     final = [float(last) - float(c) for c, f, last, live in rows if last is not None and int(live) == 0]
     return [*family("reviewer_bot_series_first_result_seconds", "histogram",

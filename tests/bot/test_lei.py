@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench._lore import make_inbox
-from reviewer.bot import lei
+from reviewer.bot import assemble, lei
 from reviewer.bot.assemble import Seen
 from reviewer.bot.store import Store
 from reviewer.errors import FetchError
@@ -59,7 +59,7 @@ def test_a_crash_between_the_messages_and_the_cursor_repeats_nothing(tmp_path: P
     box.add(mailbox.MaildirMessage(mail("c.0@example.org", "[PATCH] mm: One", "body\n")))
     store = Store.in_home(tmp_path)
     try:  # what poll does, killed before it marks the files read
-        store.record(LIST, lei.assemble.read(LIST, lei.new_messages(tmp_path / "md", set()), 1.0), {})
+        store.record(LIST, assemble.read(LIST, lei.new_messages(tmp_path / "md", set()), 1.0), {})
     finally:
         store.close()
     assert poll(tmp_path, tmp_path / "md") == []
