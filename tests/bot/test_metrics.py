@@ -1,5 +1,5 @@
 """The bot's metrics, read back with Prometheus' own parser (prometheus_client), from a jobs table and an outbox
-filled as the bot fills them, in SQLite; the HTTP endpoint on 127.0.0.1."""
+filled as the bot fills them, in SQLite (and PostgreSQL: the same SQL); the HTTP endpoint on 127.0.0.1."""
 from __future__ import annotations
 
 import threading
@@ -26,10 +26,18 @@ def value(text: str, name: str, **labels: str) -> float:
     return samples(text)[(name, tuple(sorted(labels.items())))]
 
 
-def populated(path: Path) -> Path:
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The jobs table's database: SQLite in the bot's home, or a throw-away PostgreSQL database (tests/bot/servers.py)."""
+    if request.param == "sqlite":
+        return str(tmp_path / "jobs.db")
+    return str(request.getfixturevalue("pg_db"))
+
+
+def populated(path: Path, url: str | None = None) -> str:
     """Series a: static done after 30 s, build done 400 s later; series b: static done, build still queued;
     series c: one static queued 100 s ago; one failed job; two mails sent today, one two days ago, one queued."""
-    url = path / "jobs.db"
+    url = url or str(path / "jobs.db")
     with Jobs(url) as jobs:
         def done(series: str, stage: str, arch: str, start: float, end: float) -> None:
             job = jobs.add(Spec("netdev", series, stage, arch), now=start)
@@ -52,8 +60,8 @@ def populated(path: Path) -> Path:
     return url
 
 
-def test_the_text_parses_and_says_what_the_tables_hold(tmp_path: Path) -> None:
-    m = metrics.Metrics(populated(tmp_path), lists=["netdev", "bpf"])
+def test_the_text_parses_and_says_what_the_tables_hold(tmp_path: Path, url: str) -> None:
+    m = metrics.Metrics(populated(tmp_path, url), lists=["netdev", "bpf"])
     try:
         text = m.render(now=T + 1000)
     finally:
