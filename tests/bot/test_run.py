@@ -1,0 +1,135 @@
+"""`review bot run --once` end to end, with real parts: a public-inbox v2 archive made here and served by
+public-inbox-httpd on 127.0.0.1, mirrored with public-inbox-clone (and brought up to date by the bot's own
+public-inbox-fetch), the bot as a subprocess (`python -m reviewer`), its SqliteHuey consumer in that process,
+and an aiosmtpd SMTP server receiving the mails (git send-email's sendemail.* in the config's directory)."""
+from __future__ import annotations
+
+import email
+import email.policy
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from email.message import EmailMessage
+from pathlib import Path
+
+import pytest
+
+from bench._lore import Httpd, Inbox, make_inbox, start_httpd
+from tests.bot.conftest import clone
+from tests.bot.mails import LIST, mail, series
+from tests.mail.test_send import Inbox as SmtpInbox
+
+ROOT = Path(__file__).resolve().parents[2]
+BOT = "reviewer-bot <bot@example.org>"
+
+
+@dataclass
+class Site:
+    inbox: Inbox
+    config: Path
+    smtp: SmtpInbox
+
+    def deliver(self, mails: list[bytes]) -> None:
+        for m in mails:
+            self.inbox.deliver(m)
+
+    def bot(self, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "PYTHONPATH": str(ROOT)}
+        return subprocess.run([sys.executable, "-m", "reviewer", "bot", "--config", str(self.config), *args], cwd=self.config.parent,
+                              env=env, capture_output=True, text=True, timeout=300, check=False)
+
+    def run_once(self) -> list[EmailMessage]:
+        """One tick of `review bot run --once`; the mails the SMTP server got during it."""
+        before = len(self.smtp.received)
+        done = self.bot("run", "--once")
+        assert done.returncode == 0, done.stderr
+        return [_parse(data) for _, _, data in self.smtp.received[before:]]
+
+
+def _parse(data: bytes) -> EmailMessage:
+    msg = email.message_from_bytes(data, policy=email.policy.default)
+    assert isinstance(msg, EmailMessage)
+    return msg
+
+
+@pytest.fixture
+def site(tmp_path: Path, smtp: tuple[SmtpInbox, int]) -> Iterator[Site]:
+    inbox = make_inbox(tmp_path / "archive")
+    inbox.deliver(mail("first@example.org", "the list's first mail", "hello\n"))  # an empty inbox answers 404
+    httpd: Httpd = start_httpd(inbox, tmp_path / "httpd.log")
+    try:
+        mirror = clone(httpd, tmp_path / "mirror")
+        conf = tmp_path / "bot"
+        conf.mkdir()
+        subprocess.run(["git", "init", "-q", str(conf)], check=True)
+        for key, value in {"user.name": "reviewer-bot", "user.email": "bot@example.org", "sendemail.smtpServer": "127.0.0.1",
+                           "sendemail.smtpServerPort": str(smtp[1])}.items():
+            subprocess.run(["git", "-C", str(conf), "config", key, value], check=True)
+        config = conf / "bot.toml"
+        config.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = "{mirror}"\nmail = "author+list"\nsettle = 0\n'
+                          'quiet_on_clean = false\nrfc = "static"\nmaintainers = ["maint@example.org"]\n')
+        smtp[0].refuse.clear()
+        yield Site(inbox, config, smtp[0])
+    finally:
+        httpd.stop()
+
+
+def _about(msgs: list[EmailMessage]) -> dict[str, EmailMessage]:
+    """The mails by the Message-ID they answer (In-Reply-To, without <>)."""
+    return {str(m["In-Reply-To"]).strip("<>"): m for m in msgs}
+
+
+def test_a_list_gets_exactly_the_mails_its_policy_says(site: Site) -> None:
+    site.deliver(series("full", "PATCH", "lib: tidy the helpers", 3))
+    site.deliver(series("part", "PATCH", "mm: fix a leak", 3, parts=(1, 3)))  # part 2 never comes: incomplete
+    site.deliver(series("rfc", "RFC PATCH", "net: an idea", 2))
+    first = _about(site.run_once())
+    assert sorted(first) == ["full.0@example.org", "rfc.0@example.org"]  # none for the incomplete series
+    for cover, msg in first.items():
+        assert msg["References"].split()[-1] == f"<{cover}>"
+        assert msg["To"].addresses[0].addr_spec == "ann@example.org" and LIST in str(msg["Cc"])
+        assert msg["Auto-Submitted"] == "auto-generated"
+        body = str(msg.get_body(preferencelist=("plain",)).get_content())  # type: ignore[union-attr]
+        assert "reviewer-bot: stop" in body and "Base commit: " in body
+        assert not any(line.lower().startswith(("reviewed-by:", "acked-by:", "tested-by:")) for line in body.splitlines())
+
+    site.deliver(series("again", "PATCH RESEND", "lib: tidy the helpers", 3))  # the same patches: nothing new
+    site.deliver(series("part2", "PATCH v2", "mm: fix a leak", 3, change=" v2"))
+    second = _about(site.run_once())
+    assert sorted(second) == ["part2.0@example.org"]  # none for the RESEND
+
+    assert site.run_once() == []  # nothing new: nothing sent again
+    status = json.loads(site.bot("status", "--format", "json").stdout)
+    pools = status["lists"]["test"]["pools"]
+    assert all(p["queued"] == 0 and p["running"] == 0 and p["failed"] == 0 for p in pools.values()), pools
+    assert pools["static"]["done"] == 4  # full, part (static only), rfc, part v2
+    assert status["outbox"] == {"queued": 0, "sent": 3, "failed": 0, "errors": []}
+
+
+def test_a_stop_from_the_author_stops_the_mail_and_one_from_anyone_else_is_ignored(site: Site) -> None:
+    site.deliver(series("mine", "PATCH", "fs: a fix", 2))
+    site.deliver(series("theirs", "PATCH", "fs: another fix", 2))
+    site.deliver([mail("stop1@example.org", "Re: [PATCH 0/2] fs: a fix", "Please don't.\n\nreviewer-bot: stop\n",
+                       reply_to="mine.0@example.org"),
+                  mail("stop2@example.org", "Re: [PATCH 0/2] fs: another fix", "reviewer-bot: stop\n",
+                       sender="Mallory <mallory@example.org>", reply_to="theirs.0@example.org")])
+    sent = _about(site.run_once())
+    assert sorted(sent) == ["theirs.0@example.org"]
+    doc = json.loads(site.bot("status", "--format", "json").stdout)
+    assert doc["lists"]["test"]["pools"]["report"]["done"] == 2  # both decided: one mailed, one stopped
+
+
+def test_enqueue_by_message_id_and_clear_errors(site: Site) -> None:
+    site.deliver(series("byhand", "PATCH", "kernel: by hand", 2))
+    subprocess.run(["public-inbox-fetch", "-q", "-C", json.loads(site.bot("status", "--format", "json").stdout)["lists"]["test"]["mirror"]],
+                   check=True, capture_output=True, timeout=120)
+    done = site.bot("enqueue", "byhand.2@example.org")
+    assert done.returncode == 0, done.stderr
+    assert "queued job" in done.stdout and "(static, list test)" in done.stdout
+    again = site.bot("enqueue", "<byhand.0@example.org>")
+    assert again.returncode == 0 and "already there" in again.stdout
+    missing = site.bot("enqueue", "nowhere@example.org")
+    assert missing.returncode == 4 and missing.stderr.startswith("review: error: enqueue nowhere@example.org: no series"), missing.stderr
