@@ -19,6 +19,7 @@ from reviewer.bot.config import BotConfig
 from reviewer.bot.jobs import Job, Spec
 from reviewer.bot.queue import Workers, consume
 from reviewer.errors import ExitStatus, InputError, ReviewerError, UsageError
+from reviewer.tree import git
 
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]
@@ -145,8 +146,6 @@ def replay(cfg: BotConfig, span: str, *, send: bool, workers: int = 1, say: Say 
 
 
 def _find(cfg: BotConfig, lists: Mapping[str, object], start: str, end: str) -> tuple[str, Path, int]:
-    from reviewer.tree import git
-
     for name in lists:
         lc = (cfg.lists or {})[name]
         mirror = loop.mirror_path(cfg, lc)

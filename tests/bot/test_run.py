@@ -8,8 +8,10 @@ import email
 import email.policy
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from email.message import EmailMessage
@@ -133,3 +135,39 @@ def test_enqueue_by_message_id_and_clear_errors(site: Site) -> None:
     assert again.returncode == 0 and "already there" in again.stdout
     missing = site.bot("enqueue", "nowhere@example.org")
     assert missing.returncode == 4 and missing.stderr.startswith("review: error: enqueue nowhere@example.org: no series"), missing.stderr
+
+
+def test_run_stops_on_sigterm_and_leaves_no_process_behind(site: Site) -> None:
+    site.deliver(series("live", "PATCH", "lib: live", 2))
+    log = (site.config.parent / "run.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(site.config), "run", "--interval", "1"],
+                            cwd=site.config.parent, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=log, stderr=log,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not site.smtp.received and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert len(site.smtp.received) == 1, (site.config.parent / "run.log").read_text()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=60) == 0, (site.config.parent / "run.log").read_text()
+        with pytest.raises(ProcessLookupError):
+            os.killpg(proc.pid, 0)  # no process of its group is left
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        log.close()
+
+
+def test_replay_reviews_a_range_again_and_sends_nothing_without_send(site: Site) -> None:
+    site.deliver(series("old", "PATCH", "lib: replayed", 2))
+    assert len(site.run_once()) == 1
+    mirror = Path(json.loads(site.bot("status", "--format", "json").stdout)["lists"]["test"]["mirror"])
+    commits = subprocess.run(["git", "-C", str(mirror / "git" / "0.git"), "log", "--reverse", "--format=%H"], check=True,
+                             capture_output=True, text=True).stdout.split()
+    done = site.bot("replay", f"{commits[0]}..{commits[-1]}")
+    assert done.returncode == 0, done.stderr
+    assert "would send: Re: [PATCH 0/2] lib: replayed" in done.stdout, done.stdout
+    assert len(site.smtp.received) == 1  # nothing sent again
+    bad = site.bot("replay", "nothing")
+    assert bad.returncode == 2 and "replay nothing: not FROM..TO" in bad.stderr
