@@ -30,7 +30,7 @@ from reviewer.bot.jobs import Job, Spec
 from reviewer.bot.outbox import Delivery, Mail, Outbox, Row
 from reviewer.bot.queue import Bot, worker_name
 from reviewer.bot.store import Store
-from reviewer.errors import ConfigError
+from reviewer.errors import ConfigError, FetchError
 from reviewer.model import Finding, Level, Review
 from reviewer.report import email as reply_mail
 from reviewer.report import send
@@ -82,7 +82,12 @@ def tick(loop: Loop, now: float) -> list[str]:
     loop.policies = loop.policies.reloaded()
     out: list[str] = []
     for name, lc in loop.lists().items():
-        out += read_list(loop, name, mirror_path(loop.cfg, lc), now)
+        mirror = mirror_path(loop.cfg, lc)
+        try:
+            out += read_list(loop, name, mirror, now)
+        except FetchError as exc:  # a server away for a while, a mirror being repaired: the other lists go on, and the next tick
+            log.warning("%s", exc.message)
+            out.append(f"{name}: not read: {exc.message}")
     return out
 
 

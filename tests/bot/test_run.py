@@ -18,6 +18,7 @@ from email.message import EmailMessage
 from pathlib import Path
 
 import pytest
+import redis
 
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
 from tests.bot.conftest import clone
@@ -171,3 +172,46 @@ def test_replay_reviews_a_range_again_and_sends_nothing_without_send(site: Site)
     assert len(site.smtp.received) == 1  # nothing sent again
     bad = site.bot("replay", "nothing")
     assert bad.returncode == 2 and "replay nothing: not FROM..TO" in bad.stderr
+
+
+def test_the_same_with_redis_postgresql_and_two_worker_processes(site: Site, redis_url: str, pg_db: str) -> None:
+    redis.Redis.from_url(redis_url).flushdb()  # the session's server: no task of another test's table
+    site.config.write_text(site.config.read_text().replace('home = "state"', f'home = "state"\nqueue = "{redis_url}"\ndb = "{pg_db}"'))
+    site.deliver(series("full", "PATCH", "lib: tidy the helpers", 3))
+    site.deliver(series("part", "PATCH", "mm: fix a leak", 3, parts=(1, 3)))
+    site.deliver(series("rfc", "RFC PATCH", "net: an idea", 2))
+    assert site.bot("run", "--workers", "0", "--once").returncode == 0  # feeds and sender only: the jobs wait for workers
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    logs = [(site.config.parent / f"worker-{n}.log").open("wb") for n in range(2)]
+    workers = [subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(site.config), "worker", "--pool", "static"],
+                                cwd=site.config.parent, env=env, stdout=log, stderr=log, start_new_session=True) for log in logs]
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            pools = json.loads(site.bot("status", "--format", "json").stdout)["lists"]["test"]["pools"]
+            if pools["static"]["done"] == 3:
+                break
+            time.sleep(0.5)
+        assert pools["static"]["done"] == 3, pools
+        for w in workers:
+            w.send_signal(signal.SIGTERM)
+        assert [w.wait(timeout=60) for w in workers] == [0, 0]
+    finally:
+        for w in workers:
+            if w.poll() is None:
+                os.killpg(w.pid, signal.SIGKILL)
+                w.wait()
+        for log in logs:
+            log.close()
+    sent = _about(_tick_without_workers(site))
+    assert sorted(sent) == ["full.0@example.org", "rfc.0@example.org"]
+    status = json.loads(site.bot("status", "--format", "json").stdout)
+    assert all(p["queued"] == 0 and p["running"] == 0 for p in status["lists"]["test"]["pools"].values())
+    assert status["outbox"]["sent"] == 2
+
+
+def _tick_without_workers(site: Site) -> list[EmailMessage]:
+    before = len(site.smtp.received)
+    done = site.bot("run", "--workers", "0", "--once")
+    assert done.returncode == 0, done.stderr
+    return [_parse(data) for _, _, data in site.smtp.received[before:]]
