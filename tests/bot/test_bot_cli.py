@@ -111,7 +111,8 @@ def test_enqueue_refusals(tmp_path: Path) -> None:
     ('[bot]\nhome = 3\n', "bot.toml: [bot] home: 3 is not a non-empty string"),
     ('[bot]\nhome = "s"\n[lists.netdev]\nmail = "off"\n', "bot.toml: [lists.netdev] mirror: missing"),
     ('lists = 3\n[bot]\nhome = "s"\n', "bot.toml: [lists]: missing, or not a table"),
-], ids=["missing-file", "bad-toml", "no-home", "queue-scheme", "db-scheme", "unknown-key", "home-type", "no-mirror", "lists-type"])
+    ('[bot]\nhome = "s"\nlease = "long"\n', "bot.toml: [bot] lease: 'long' is not a number of seconds (at least 1)"),
+], ids=["missing-file", "bad-toml", "no-home", "queue-scheme", "db-scheme", "unknown-key", "home-type", "no-mirror", "lists-type", "lease"])
 def test_a_bad_configuration_is_one_line_and_exit_3(tmp_path: Path, text: str | None, fragment: str) -> None:
     cfg = tmp_path / "bot.toml" if text is None else write(tmp_path, text)
     bot(tmp_path, cfg, "status").assert_one_line_error(ExitStatus.CONFIG, fragment)
