@@ -21,6 +21,7 @@ import pytest
 import redis
 
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
+from reviewer.bot.jobs import Jobs
 from tests.bot.conftest import clone
 from tests.bot.mails import LIST, mail, series
 from tests.mail.test_send import Inbox as SmtpInbox
@@ -215,3 +216,44 @@ def _tick_without_workers(site: Site) -> list[EmailMessage]:
     done = site.bot("run", "--workers", "0", "--once")
     assert done.returncode == 0, done.stderr
     return [_parse(data) for _, _, data in site.smtp.received[before:]]
+
+
+def test_a_worker_killed_mid_review_loses_no_series_and_doubles_no_mail(site: Site, redis_url: str) -> None:
+    redis.Redis.from_url(redis_url).flushdb()
+    site.config.write_text(site.config.read_text().replace('home = "state"', f'home = "state"\nqueue = "{redis_url}"\nlease = 2'))
+    for n in range(3):
+        site.deliver(series(f"big{n}", "PATCH", f"drivers: big change {n}", 16))  # a review long enough to be killed in
+    assert site.bot("run", "--workers", "0", "--once").returncode == 0
+    table = Jobs(site.config.parent / "state" / "jobs.db")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    logs = [(site.config.parent / f"worker-{n}.log").open("wb") for n in range(2)]
+    workers = [subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(site.config), "worker", "--pool", "static"],
+                                cwd=site.config.parent, env=env, stdout=log, stderr=log, start_new_session=True) for log in logs]
+    victim, survivor = workers
+    try:
+        deadline = time.monotonic() + 120
+        killed = None
+        while killed is None and time.monotonic() < deadline:
+            killed = next((j for j in table.select(state="running") if f"/{victim.pid}/" in (j.worker or "")), None)
+            time.sleep(0.02)
+        assert killed is not None, "the victim never ran a job"
+        os.killpg(victim.pid, signal.SIGKILL)  # mid-review: its job stays running until its lease ends
+        victim.wait()
+        assert table.get(killed.id).state == "running"  # type: ignore[union-attr]
+        while time.monotonic() < deadline and len(table.select(pool="static", state="done")) < 3:
+            time.sleep(0.5)
+        assert len(table.select(pool="static", state="done")) == 3, (site.config.parent / "worker-1.log").read_text()
+        assert table.get(killed.id).attempt == 2  # type: ignore[union-attr]
+        survivor.send_signal(signal.SIGTERM)
+        assert survivor.wait(timeout=60) == 0
+    finally:
+        table.close()
+        for w in workers:
+            if w.poll() is None:
+                os.killpg(w.pid, signal.SIGKILL)
+                w.wait()
+        for log in logs:
+            log.close()
+    sent = [str(m["In-Reply-To"]) for m in _tick_without_workers(site)]
+    assert sorted(sent) == [f"<big{n}.0@example.org>" for n in range(3)]  # each once
+    assert _tick_without_workers(site) == []
