@@ -132,7 +132,7 @@ def replay(cfg: BotConfig, span: str, *, send: bool, workers: int = 1, say: Say 
         lp = loop.Loop(scratch, fetch=False)
         try:
             name, mirror, epoch = _find(cfg, lists, start, end)
-            raw, _ = feed.new_messages(mirror, {epoch: start})
+            raw = [m for m in feed.new_messages(mirror, {epoch: start})[0] if m.epoch == epoch]  # the other epochs: not asked for
             upto = next((n for n, m in enumerate(raw) if m.epoch == epoch and m.commit.startswith(end)), None)
             if upto is None:
                 raise InputError(f"replay {span}: {end} does not follow {start} in {mirror}")
