@@ -9,7 +9,7 @@ import signal
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
@@ -120,34 +120,33 @@ def _deliver_new(lp: loop.Loop, name: str, key: str, path: Path) -> tuple[Job, b
     return job, new
 
 
-def replay(cfg: BotConfig, span: str, *, send: bool, workers: int = 1, say: Say = log.info) -> list[str]:
+def replay(cfg: BotConfig, span: str, *, send: bool, workers: int = 1) -> list[str]:
     """Review the messages of a mirror from FROM (exclusive) to TO (inclusive), commits of one epoch, again with a
     throwaway state (a temporary home), as the policy says; the mails it would send are listed, and sent only with SEND."""
     start, sep, end = span.partition("..")
     if not sep or not start or not end:
         raise UsageError(f"replay {span}: not FROM..TO", "give two commits of a mirror's epoch, e.g. replay abc123..def456")
-    lists = cfg.lists or {}
     with tempfile.TemporaryDirectory(prefix="reviewer-replay-") as tmp:
         scratch = dataclasses.replace(cfg, home=Path(tmp), queue="sqlite", db=None)
         lp = loop.Loop(scratch, fetch=False)
         try:
-            name, mirror, epoch = _find(cfg, lists, start, end)
+            name, mirror, epoch = _find(cfg, start, end)
             raw = [m for m in feed.new_messages(mirror, {epoch: start})[0] if m.epoch == epoch]  # the other epochs: not asked for
             upto = next((n for n, m in enumerate(raw) if m.epoch == epoch and m.commit.startswith(end)), None)
             if upto is None:
                 raise InputError(f"replay {span}: {end} does not follow {start} in {mirror}")
             now = time.time() + policy.DAY * 365  # long after: every series settled, no embargo left
             lp.store.record(name, assemble.read(name, raw[: upto + 1], now), {})
-            out = _replay_tick(lp, name, mirror, now, workers, say)
+            out = _replay_tick(lp, name, mirror, now, workers)
             out += _replay_send(lp, scratch, now, send=send)
         finally:
             lp.close()
     return out
 
 
-def _find(cfg: BotConfig, lists: Mapping[str, object], start: str, end: str) -> tuple[str, Path, int]:
-    for name in lists:
-        lc = (cfg.lists or {})[name]
+def _find(cfg: BotConfig, start: str, end: str) -> tuple[str, Path, int]:
+    """The list, mirror and epoch that hold both commits."""
+    for name, lc in (cfg.lists or {}).items():
         mirror = loop.mirror_path(cfg, lc)
         for n, repo in feed.epochs(mirror).items():
             if git.ok(repo, "rev-parse", "--verify", "-q", f"{start}^{{commit}}") and git.ok(repo, "rev-parse", "--verify", "-q",
@@ -156,7 +155,7 @@ def _find(cfg: BotConfig, lists: Mapping[str, object], start: str, end: str) -> 
     raise InputError(f"replay {start}..{end}: no epoch of a configured mirror has both commits")
 
 
-def _replay_tick(lp: loop.Loop, name: str, mirror: Path, now: float, workers: int, say: Say) -> list[str]:
+def _replay_tick(lp: loop.Loop, name: str, mirror: Path, now: float, workers: int) -> list[str]:
     pol = lp.policies.get(name)
     series = assemble.assemble(lp.store.messages(name), now, pol.settle)
     out = [loop.start(lp, s, pol, mirror, now) for s in lp.store.save_ready(series, now)]
@@ -165,7 +164,6 @@ def _replay_tick(lp: loop.Loop, name: str, mirror: Path, now: float, workers: in
         loop.wait_idle(lp, IDLE_TIMEOUT)
     finally:
         pool.stop()
-    _say(say, out)
     return out
 
 

@@ -92,5 +92,5 @@ def replay_command(
 ) -> None:
     from reviewer.bot import config, service
 
-    for line in service.replay(config.load(ctx.obj), span, send=send, say=_say):
+    for line in service.replay(config.load(ctx.obj), span, send=send):
         print(line)
