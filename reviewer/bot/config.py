@@ -5,6 +5,7 @@ and the key.
     home = "/var/lib/reviewer-bot"   # the state directory (required; relative: to the file's directory)
     queue = "sqlite"                 # or "redis://host:6379/0"
     db = "postgresql://..."          # the jobs table and outbox; default: jobs.db in home (SQLite)
+    lease = 60                       # seconds a job's claim lasts without a heartbeat
 
     [lists.netdev]
     mirror = "/srv/lore/netdev"      # the list's public-inbox git mirror: a path or a URL
@@ -22,7 +23,7 @@ from typing import Any
 from reviewer.bot.queue import Settings
 from reviewer.errors import ConfigError
 
-BOT_KEYS = ("home", "queue", "db")
+BOT_KEYS = ("home", "queue", "db", "lease")
 TABLES = ("bot", "lists")
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://")
 
@@ -41,9 +42,10 @@ class BotConfig:
     queue: str = "sqlite"
     db: str | None = None  # None: jobs.db in home
     lists: Mapping[str, ListConfig] | None = None
+    lease: float = 60.0  # seconds a job's claim lasts without a heartbeat: how soon a killed worker's job runs again
 
     def settings(self) -> Settings:
-        return Settings(home=self.home, queue=self.queue, db=self.db)
+        return Settings(home=self.home, queue=self.queue, db=self.db, lease=self.lease)
 
     @property
     def jobs_url(self) -> str:
@@ -76,8 +78,11 @@ def _parse(path: Path, data: dict[str, Any]) -> BotConfig:
     db = bot.get("db")
     if db is not None and not _text(path, "[bot] db", db).startswith(("postgresql://", "postgres://")):
         raise ConfigError(f"{path}: [bot] db: {db!r} is not a postgresql:// URL", "leave it out for SQLite in the bot's home")
+    lease = bot.get("lease", 60.0)
+    if isinstance(lease, bool) or not isinstance(lease, int | float) or lease < 1:
+        raise ConfigError(f"{path}: [bot] lease: {lease!r} is not a number of seconds (at least 1)", "e.g. lease = 60")
     lists = {name: _list(path, name, table) for name, table in _table(path, "lists", data.get("lists", {})).items()}
-    return BotConfig(path, home.resolve(), queue, db, lists)
+    return BotConfig(path, home.resolve(), queue, db, lists, float(lease))
 
 
 def _list(path: Path, name: str, table: object) -> ListConfig:

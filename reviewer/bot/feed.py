@@ -60,6 +60,11 @@ def new_messages(mirror: Path, cursor: Cursor) -> tuple[list[RawMail], dict[int,
     return mails, after
 
 
+def message(mirror: Path, epoch: int, commit: str) -> bytes:
+    """The message that COMMIT of EPOCH added to MIRROR (a series' part, read again to write its mbox)."""
+    return git.output(mirror / "git" / f"{epoch}.git", "cat-file", "blob", f"{commit}:m", timeout=60)
+
+
 def _commits(repo: Path, since: str | None) -> list[str]:
     if not git.ok(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}"):
         return []  # an epoch made but not yet fetched into

@@ -42,15 +42,17 @@ class Mail:
     key: str
     message: bytes  # RFC 5322, as it is sent
     recipients: tuple[str, ...] = ()  # the envelope's; empty: the message's To, Cc and Bcc
+    author: str = ""  # the address of the series' author: what the per-author rate limit counts
+    not_before: float = 0.0  # not sent before (an embargo, a rate limit)
 
     @classmethod
-    def of(cls, key: str, msg: EmailMessage, recipients: Sequence[str] = ()) -> Mail:
+    def of(cls, key: str, msg: EmailMessage, recipients: Sequence[str] = (), *, author: str = "", not_before: float = 0.0) -> Mail:
         """MSG under KEY, its Message-ID made from the key: a copy sent again, or made again by a job run again,
         is recognisably the same message. MSG itself is left as it is."""
         mine = copy.deepcopy(msg)
         del mine["Message-ID"]
         mine["Message-ID"] = message_id(key, str(msg.get("From", "")))
-        return cls(key, message.as_bytes(mine), tuple(recipients))
+        return cls(key, message.as_bytes(mine), tuple(recipients), author, not_before)
 
 
 def message_id(key: str, sender: str) -> str:
@@ -190,6 +192,12 @@ class Outbox:
         with self.db.tx() as run:
             return [Row.of(r) for r in run(f"SELECT {COLUMNS} FROM outbox{where} ORDER BY id", args).fetchall()]
 
+    def sent_since(self, since: float) -> list[Row]:
+        """The mails sent at or after SINCE (what the policy's rate limits count)."""
+        with self.db.tx() as run:
+            rows = run(f"SELECT {COLUMNS} FROM outbox WHERE kind = 'mail' AND state = 'sent' AND updated >= ? ORDER BY id", (since,))
+            return [Row.of(r) for r in rows.fetchall()]
+
     def counts(self) -> dict[str, int]:
         """How many rows are queued, sent and failed."""
         with self.db.tx() as run:
@@ -209,10 +217,14 @@ def put_in(run: sql.Run, items: Iterable[Item], *, list_name: str = "", job: int
     new = 0
     for item in items:
         if isinstance(item, Mail):
+            meta: dict[str, Any]
             key, kind, body, meta = item.key, "mail", item.message, {"recipients": list(item.recipients)}
+            meta |= {"author": item.author} if item.author else {}
+            due = max(now, item.not_before)
         else:
             key, kind, body, meta = item[0], "check", b"", dataclasses.asdict(item[1])
-        values = (key, job, list_name, kind, body, json.dumps(meta, sort_keys=True), "queued", 0, now, None, now, now)
+            due = now
+        values = (key, job, list_name, kind, body, json.dumps(meta, sort_keys=True), "queued", 0, due, None, now, now)
         cur = run(f"INSERT INTO outbox ({COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))}) "
                   "ON CONFLICT (key) DO NOTHING", values)
         new += cur.rowcount == 1

@@ -215,3 +215,31 @@ def _reaper(settings: Settings, stop: threading.Event) -> None:
             bot.reap()
     finally:
         bot.close()
+
+
+class Workers:
+    """The consumers of POOLS in this process, beside the caller (`review bot run`): started from the main thread (huey
+    installs its signal handlers there; the caller installs its own after), stopped by stop(), which lets running jobs
+    finish for stop_grace seconds and hands back those still running, as consume() does."""
+
+    def __init__(self, settings: Settings, pools: list[str], workers: int) -> None:
+        self.bot = Bot(settings)
+        self._stop = threading.Event()
+        self._consumers = []
+        for pool in pools:
+            self.bot.reconcile(pool)
+            consumer = self.bot.queue(pool).create_consumer(workers=workers, worker_type="thread", periodic=False,
+                                                            shutdown_timeout=settings.stop_grace)
+            consumer.start()
+            self._consumers.append(consumer)
+        self._reaper = threading.Thread(target=_reaper, args=(settings, self._stop), name="reaper", daemon=True)
+        self._reaper.start()
+
+    def stop(self) -> None:
+        for consumer in self._consumers:
+            consumer.stop(graceful=True)
+        self._stop.set()
+        self._reaper.join()
+        for job in self.bot.jobs.hand_back(f"{socket.gethostname()}/{os.getpid()}/"):
+            self.bot.deliver(job)
+        self.bot.close()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewer.bot.assemble import Assembled, Readiness, Seen
+from reviewer.bot.commands import Command, Stops, Verb
 from reviewer.series import postings
 from reviewer.series.fetch import MailFacts
 
@@ -34,6 +35,8 @@ SCHEMA = (
     " revision INTEGER NOT NULL, state TEXT NOT NULL, duplicate_of TEXT, supersedes TEXT, ready_at DOUBLE PRECISION NOT NULL,"
     " detail TEXT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS series_identity ON series (identity)",
+    # What commands stopped: kind `series` (its key) or `author` (an address); the reply that said it.
+    "CREATE TABLE IF NOT EXISTS stops (kind TEXT NOT NULL, value TEXT NOT NULL, msgid TEXT NOT NULL, PRIMARY KEY (kind, value))",
 )
 
 
@@ -104,6 +107,19 @@ class Store:
                 if c.rowcount == 1:
                     new.append(s)
         return new
+
+    def stop(self, commands: Sequence[Command]) -> None:
+        """Record the stops among COMMANDS (commands.parse's, from an author or a maintainer): they hold across restarts."""
+        with self._tx() as c:
+            for cmd in commands:
+                if cmd.verb in (Verb.STOP, Verb.STOP_AUTHOR):
+                    kind, value = ("series", cmd.series) if cmd.verb is Verb.STOP else ("author", cmd.author.lower())
+                    c.execute("INSERT INTO stops (kind, value, msgid) VALUES (?, ?, ?) ON CONFLICT (kind, value) DO NOTHING",
+                              (kind, value, cmd.msgid))
+
+    def stops(self) -> Stops:
+        rows = list(self.db.execute("SELECT kind, value FROM stops"))
+        return Stops(frozenset(v for k, v in rows if k == "series"), frozenset(v for k, v in rows if k == "author"))
 
     def series(self, listname: str) -> list[Assembled]:
         rows = self.db.execute("SELECT detail FROM series WHERE list = ? ORDER BY ready_at, key", (listname,))

@@ -1,0 +1,248 @@
+"""One tick of the bot, the parts joined (docs/bot.md, "Running it"); the time is passed in, so tests say when.
+
+    feed (public-inbox-fetch, the messages since the cursor) -> store.record -> assemble (the list's settle)
+    -> store.save_ready -> per series decided: policy.plan -> jobs (Bot.submit; supersede: cancel the older)
+    replies to known series -> commands.parse -> stored stops (and reruns)
+    a static job done -> its `report` job, run here: policy.may_mail -> the reply (report/email.py, threaded to the
+    cover letter or first patch) + etiquette footer, checked -> outbox.put_with_result, one transaction
+    -> outbox.drain (the sender: SMTP as git send-email is configured)
+
+The report runs in the process that holds the policy and the sender's configuration, never in a build or guest
+worker; it is a job of the `report` pool all the same, claimed here, so that a result and its mail are written
+together (Outbox.put_with_result) and a crash between them leaves the report job to be claimed again.
+"""
+from __future__ import annotations
+
+import email.utils
+import hashlib
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.message import EmailMessage
+from pathlib import Path
+from typing import Any
+
+from reviewer.bot import assemble, commands, etiquette, feed, policy, stages
+from reviewer.bot.assemble import Assembled, Seen
+from reviewer.bot.config import BotConfig, ListConfig
+from reviewer.bot.jobs import Job, Spec
+from reviewer.bot.outbox import Delivery, Mail, Outbox, Row
+from reviewer.bot.queue import Bot, worker_name
+from reviewer.bot.store import Store
+from reviewer.errors import ConfigError, FetchError
+from reviewer.model import Finding, Level, Review
+from reviewer.report import email as reply_mail
+from reviewer.report import send
+from reviewer.series import mbox
+from reviewer.series.fetch import build_series, read_mbox
+
+log = logging.getLogger(__name__)
+REPORT = "report"
+REVIEWED = ("static",)  # the stages whose result is reported (apply, build, guest: not wired to the bot yet)
+NO_BASE = "none (a static review reads no tree)"
+
+
+@dataclass
+class Loop:
+    """The bot's state, jobs and outbox for CFG; FETCH: run public-inbox-fetch on each mirror first."""
+
+    cfg: BotConfig
+    fetch: bool = True
+    store: Store = field(init=False)
+    bot: Bot = field(init=False)
+    outbox: Outbox = field(init=False)
+    policies: policy.Policies = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.policies = policy.load(self.cfg.path)
+        self.store = Store.in_home(self.cfg.home)
+        self.bot = Bot(self.cfg.settings())
+        self.outbox = Outbox(self.bot.jobs.db)
+
+    def close(self) -> None:
+        self.bot.close()
+        self.store.close()
+
+    def pools(self) -> list[str]:
+        """The pools the configured lists' stages run in (those the stage registry has)."""
+        wanted = {s for name in self.lists() for s in self.policies.get(name).stages} | set(REVIEWED)
+        return sorted(s for s in wanted if s in stages.STAGES)
+
+    def lists(self) -> dict[str, ListConfig]:
+        return dict(self.cfg.lists or {})
+
+    def busy(self) -> int:
+        """How many jobs (the report's aside) are queued or running: `--once` waits until none is."""
+        return sum(c.jobs for c in self.bot.jobs.counts() if c.pool != REPORT and c.state in ("queued", "running"))
+
+
+def tick(loop: Loop, now: float) -> list[str]:
+    """Read every list's feed at NOW and start the work it brings; what was decided, one line each (for the log)."""
+    loop.policies = loop.policies.reloaded()
+    out: list[str] = []
+    for name, lc in loop.lists().items():
+        mirror = mirror_path(loop.cfg, lc)
+        try:
+            out += read_list(loop, name, mirror, now)
+        except FetchError as exc:  # a server away for a while, a mirror being repaired: the other lists go on, and the next tick
+            log.warning("%s", exc.message)
+            out.append(f"{name}: not read: {exc.message}")
+    return out
+
+
+def mirror_path(cfg: BotConfig, lc: ListConfig) -> Path:
+    path = Path(lc.mirror)
+    if "://" in lc.mirror or not (path / "git").is_dir():
+        raise ConfigError(f"{cfg.path}: [lists.{lc.name}] mirror: {lc.mirror} is no local public-inbox mirror",
+                          f"make one with: public-inbox-clone URL {lc.mirror if '://' not in lc.mirror else 'DIR'}")
+    return path
+
+
+def read_list(loop: Loop, name: str, mirror: Path, now: float) -> list[str]:
+    if loop.fetch:
+        feed.fetch(mirror)
+    raw, cursor = feed.new_messages(mirror, loop.store.cursor(name))
+    new = loop.store.record(name, assemble.read(name, raw, now), cursor)
+    pol = loop.policies.get(name)
+    series = assemble.assemble(loop.store.messages(name), now, pol.settle)
+    data = {(m.epoch, m.commit): m.data for m in raw}
+    out = obey(loop, series, new, data, pol)
+    for s in loop.store.save_ready(series, now):
+        out.append(start(loop, s, pol, mirror, now))
+    return out
+
+
+def obey(loop: Loop, series: list[Assembled], new: list[Seen], data: Mapping[tuple[int, str], bytes], pol: policy.Policy) -> list[str]:
+    """The commands in the new replies to known series: stops stored, reruns queued; ignored ones logged."""
+    out = []
+    parts = {m for s in series for m in s.parts}
+    for seen in new:
+        refs = set(seen.facts.mail.references)
+        if seen.msgid in parts or not refs:
+            continue
+        for s in (s for s in series if refs & {s.root, *s.parts}):
+            parsed = commands.parse(data[(seen.epoch, seen.commit)], s, commands.authority(s, pol, ()))
+            loop.store.stop(parsed.commands)
+            out += [f"{s.key}: {c.verb} by {c.by} ({c.msgid})" for c in parsed.commands]
+            out += [f"{s.key}: ignored {i.line!r} by {i.by}: {i.reason}" for i in parsed.ignored]
+            for c in parsed.commands:
+                if c.verb is commands.Verb.RERUN and c.stage in stages.STAGES:
+                    again = loop.bot.jobs.select(series=s.key)
+                    payload = next((j.payload for j in again if j.stage == c.stage), None)
+                    if payload is not None:
+                        loop.bot.submit(Spec(list=s.list, series=s.key, stage=c.stage, config=f"rerun {c.msgid}", payload=payload))
+    return out
+
+
+def start(loop: Loop, s: Assembled, pol: policy.Policy, mirror: Path, now: float) -> str:
+    """The work SERIES (just decided) gets under POL: its jobs submitted, the older revision's cancelled."""
+    plan = policy.plan(s, pol, now)
+    cancelled = loop.bot.jobs.cancel_series(s.supersedes) if s.supersedes else 0
+    note = f" (supersedes {s.supersedes}: {cancelled} job(s) cancelled)" if s.supersedes else ""
+    if plan.action is not policy.Action.RUN:
+        return f"{s.key}: {plan.action}: {plan.reason}{note}"
+    path = write_mbox(loop, s, mirror)
+    ran = [st for st in plan.stages if st in stages.STAGES]
+    for stage in ran:
+        loop.bot.submit(Spec(list=s.list, series=s.key, stage=stage, payload={"mbox": str(path), "series": s.key,
+                                                                              "stages": list(ran), "arches": list(plan.arches)}))
+    skipped = [st for st in plan.stages if st not in stages.STAGES]
+    later = f"; not wired to the bot yet: {', '.join(skipped)}" if skipped else ""
+    return f"{s.key}: run {', '.join(ran)}: {plan.reason}{note}{later}"
+
+
+def write_mbox(loop: Loop, s: Assembled, mirror: Path) -> Path:
+    """SERIES' parts, read again from the mirror, as an mbox in the bot's home (named by its content)."""
+    where = {m.msgid: m for m in loop.store.messages(s.list)}
+    data = mbox.write(feed.message(mirror, where[m].epoch, where[m].commit) for m in s.parts)
+    path = loop.cfg.home / "mbox" / f"{hashlib.sha256(data).hexdigest()}.mbox"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        tmp = path.with_suffix(".tmp")
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    return path
+
+
+def report(loop: Loop, sender: str, now: float) -> list[str]:
+    """The report of every reviewed job done: a `report` job each, claimed and run here (see the module's doc)."""
+    for job in loop.bot.jobs.select(state="done"):
+        if job.stage in REVIEWED:
+            loop.bot.jobs.put(Spec(list=job.list, series=job.series, stage=REPORT, config=job.config, base=job.base,
+                                   payload={"job": job.id}), now)
+    out, me = [], worker_name()
+    while (rj := loop.bot.jobs.claim(REPORT, me, loop.cfg.settings().lease, now)) is not None:
+        try:
+            out.append(report_one(loop, rj, me, sender, now))
+        except Exception as exc:  # one report's failure is its job's (retried, then failed, in status); the others go on
+            loop.bot.jobs.fail(rj.id, me, f"{type(exc).__name__}: {exc}", now, retry_delay=loop.cfg.settings().retry_delay)
+            out.append(f"{rj.series}: report failed: {exc}")
+    return out
+
+
+def report_one(loop: Loop, rj: Job, me: str, sender: str, now: float) -> str:
+    done = loop.bot.jobs.get(int(rj.payload["job"]))
+    s = next((x for x in loop.store.series(rj.list) if x.key == rj.series), None)
+    if done is None or done.result is None or s is None:
+        loop.outbox.put_with_result(rj.id, me, {"verdict": "never", "reason": "no result or series"}, [], now)
+        return f"{rj.series}: nothing to report"
+    pol = loop.policies.get(rj.list)
+    findings = tuple(finding(f) for f in done.result["review"].get("findings", []))
+    sent = [policy.Sent(r.list, str(r.meta.get("author", "")), r.updated) for r in loop.outbox.sent_since(now - policy.DAY)]
+    decision = policy.may_mail(pol, s, [f.level for f in findings], sent, now, stopped=loop.store.stops().stopped(s))
+    result = {"verdict": str(decision.verdict), "reason": decision.reason, "job": done.id}
+    if decision.verdict is policy.Verdict.NEVER:
+        loop.outbox.put_with_result(rj.id, me, result, [], now)
+        return f"{s.key}: no mail: {decision.reason}"
+    msg = reply(s, done, findings, sender, to_list=decision.to_list)
+    mail = Mail.of(f"mail {rj.key}", msg, author=s.sender, not_before=decision.not_before or 0.0)
+    loop.outbox.put_with_result(rj.id, me, result | {"message_id": str(msg["Message-ID"])}, [mail], now)
+    when = "" if decision.send else f" (not before {decision.not_before:.0f}: {decision.reason})"
+    return f"{s.key}: mail queued{when}"
+
+
+def reply(s: Assembled, done: Job, findings: tuple[Finding, ...], sender: str, *, to_list: bool) -> EmailMessage:
+    """The bot's reply about S (threaded to its cover letter or first patch), footer added and checked."""
+    series = build_series(read_mbox(Path(done.payload["mbox"])), "bot")
+    opts = reply_mail.ReplyOptions(sender, policy=reply_mail.ReplyPolicy.LIST if to_list else reply_mail.ReplyPolicy.AUTHOR)
+    msg = reply_mail.reply(Review(series=series, findings=findings), opts)
+    base = done.base or NO_BASE
+    ran = done.payload.get("stages", ["static"])
+    footer = etiquette.Footer(base, etiquette.reproduce(s.root, base, ran, done.payload.get("arches", [])))
+    msg = etiquette.bot_mail(msg, footer)
+    target = series.cover or (series.patches[0] if series.patches else None)
+    allowed = [s.sender, *(p.email for p in (series.author,) if p is not None), *(target.to if target and to_list else ())]
+    etiquette.check(msg, [a for x in allowed for a in _addresses(x)])
+    return msg
+
+
+def _addresses(text: str) -> list[str]:
+    return [a for _, a in email.utils.getaddresses([text]) if a]
+
+
+def finding(d: Mapping[str, Any]) -> Finding:
+    """A finding of the JSON report (report/json.py) back as the model's."""
+    return Finding(rule=d["rule"], level=Level(d["level"]), message=d["message"], patch=d.get("patch"), path=d.get("path"),
+                   line=d.get("line"), hint=d.get("hint"), quote=tuple(d.get("quote", ())), sources=tuple(d.get("sources", ())))
+
+
+def drain(loop: Loop, delivery: Delivery, now: float) -> list[Row]:
+    return loop.outbox.drain(delivery, now)
+
+
+def delivery(cfg: BotConfig) -> tuple[Delivery, str]:
+    """The sender, configured as git send-email is (sendemail.*, read in the configuration file's directory), and the
+    From: address."""
+    where = cfg.path.parent
+    return Delivery(send.transport(where), where), send.sender(where)
+
+
+def wait_idle(loop: Loop, seconds: float, poll: float = 0.2) -> bool:
+    """Wait until no job (the report's aside) is queued or running; whether that happened within SECONDS."""
+    deadline = time.monotonic() + seconds
+    while loop.busy():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(poll)
+    return True

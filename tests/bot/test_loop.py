@@ -1,0 +1,84 @@
+"""reviewer/bot/loop.py in this process, the time passed in: a real public-inbox v2 inbox read in place (its
+git/N.git are what a mirror holds), the static stage run by Bot.run as a consumer would, an aiosmtpd server."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench._lore import INBOX, Inbox, make_inbox
+from reviewer.bot import config, loop
+from reviewer.bot.outbox import Delivery
+from reviewer.report import send
+from tests.bot.mails import mail, series
+from tests.mail.test_send import Inbox as SmtpInbox
+
+T = 1_800_000_000.0
+BOT = "reviewer-bot <bot@example.org>"
+
+
+def _loop(tmp_path: Path, inbox: Inbox, policy: str) -> loop.Loop:
+    path = tmp_path / "bot.toml"
+    path.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = "{inbox.root / INBOX}"\nsettle = 0\nquiet_on_clean = false\n{policy}')
+    return loop.Loop(config.load(path), fetch=False)
+
+
+@pytest.fixture
+def inbox(tmp_path: Path) -> Inbox:
+    box = make_inbox(tmp_path / "archive")
+    box.deliver(mail("first@example.org", "the list's first mail", "hello\n"))
+    return box
+
+
+@pytest.fixture
+def delivery(smtp: tuple[SmtpInbox, int], tmp_path: Path) -> Iterator[Delivery]:
+    smtp[0].refuse.clear()
+    yield Delivery(send.Transport(server="127.0.0.1", port=smtp[1]), tmp_path)
+
+
+def _work(lp: loop.Loop) -> None:
+    """Run the queued jobs as a consumer of their pool would."""
+    for job in lp.bot.jobs.select(state="queued"):
+        if job.pool != loop.REPORT:
+            lp.bot.run(job.pool, job.id)
+
+
+def test_an_embargoed_mail_waits_until_the_embargo_ends(tmp_path: Path, inbox: Inbox, delivery: Delivery,
+                                                        smtp: tuple[SmtpInbox, int]) -> None:
+    for m in series("emb", "PATCH", "lib: embargoed", 2):
+        inbox.deliver(m)
+    lp = _loop(tmp_path, inbox, 'mail = "author"\nembargo_hours = 1\n')
+    try:
+        assert loop.tick(lp, T) == ["test/emb.0@example.org: run static: ready"]
+        _work(lp)
+        assert loop.report(lp, BOT, T + 5) == [f"test/emb.0@example.org: mail queued (not before {T + 3600:.0f}: embargo of 1 hours)"]
+        assert loop.drain(lp, delivery, T + 60) == []  # not yet
+        assert [r.state for r in loop.drain(lp, delivery, T + 3600)] == ["sent"]
+        assert len(smtp[0].received) == 1 and smtp[0].received[0][1] == ["ann@example.org"]  # mail = "author": the list is not in Cc
+        assert loop.tick(lp, T + 4000) == [] and loop.report(lp, BOT, T + 4000) == []  # nothing new, nothing again
+    finally:
+        lp.close()
+
+
+def test_a_maintainer_named_by_the_policy_may_stop_a_series(tmp_path: Path, inbox: Inbox, delivery: Delivery) -> None:
+    for m in series("m", "PATCH", "lib: maintained", 2):
+        inbox.deliver(m)
+    inbox.deliver(mail("r1@example.org", "Re: [PATCH 0/2] lib: maintained", "reviewer-bot: stop\n", sender="M <maint@example.org>",
+                       reply_to="m.1@example.org"))
+    lp = _loop(tmp_path, inbox, 'mail = "author+list"\nmaintainers = ["maint@example.org"]\n')
+    try:
+        lines = loop.tick(lp, T)
+        assert "test/m.0@example.org: stop by maint@example.org (r1@example.org)" in lines
+        _work(lp)
+        assert loop.report(lp, BOT, T) == ["test/m.0@example.org: no mail: stopped by a command"]
+        assert loop.drain(lp, delivery, T) == []
+    finally:
+        lp.close()
+
+
+def test_a_finding_comes_back_from_the_json_report() -> None:
+    d = {"rule": "subject-length", "level": "warning", "message": "long", "patch": 1, "path": "lib/f1.c", "line": 3, "hint": None,
+         "quote": ["+x"], "sources": ["subject-length"]}
+    f = loop.finding(d)
+    assert (f.rule, str(f.level), f.patch, f.quote) == ("subject-length", "warning", 1, ("+x",))
