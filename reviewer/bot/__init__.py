@@ -1,2 +1,3 @@
-"""The review bot (issue 32): feeds and series assembly, the jobs table and queue, the per-list policy, commands and
-etiquette, the outbox and Patchwork checks, its configuration and `review bot status|enqueue`; to come: run, worker, replay."""
+"""The review bot (issue 32): feeds (a public-inbox mirror, a lei search) and series assembly, the per-list policy,
+commands and etiquette, the jobs table and queue, the outbox and Patchwork checks, metrics, and `review bot` run,
+worker, status, enqueue and replay."""
