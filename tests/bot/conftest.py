@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
+from reviewer.bot.jobs import Jobs
 from tests.bot.mails import mail
 from tests.bot.servers import pg_db, postgres_url, redis_url  # noqa: F401 (fixtures for the tests here)
 from tests.mail.test_send import smtp  # noqa: F401 (a real SMTP server on 127.0.0.1: the outbox's tests)
@@ -38,3 +39,18 @@ def clone(server: Httpd, dest: Path) -> Path:
     """A mirror of the served inbox, made as `public-inbox-clone URL DIR` makes it."""
     subprocess.run(["public-inbox-clone", "-q", server.url, str(dest)], check=True, capture_output=True, timeout=120)
     return dest
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """The jobs table's database, for the jobs and outbox tests: SQLite in a state directory, or a throw-away
+    PostgreSQL database (tests/bot/servers.py)."""
+    if request.param == "sqlite":
+        return f"sqlite://{tmp_path / 'state' / 'jobs.db'}"
+    return str(request.getfixturevalue("pg_db"))
+
+
+@pytest.fixture
+def jobs(url: str) -> Iterator[Jobs]:
+    with Jobs(url) as table:
+        yield table

@@ -4,25 +4,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
 
 from reviewer.bot.jobs import Jobs, Spec, pool_for
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'state' / 'jobs.db'}"
-    return str(request.getfixturevalue("pg_db"))
-
-
-@pytest.fixture
-def jobs(url: str) -> Iterator[Jobs]:
-    with Jobs(url) as table:
-        yield table
 
 
 def spec(n: int = 0, **kw: object) -> Spec:

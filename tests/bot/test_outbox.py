@@ -20,19 +20,6 @@ from tests.mail.test_send import REFUSED, Inbox
 Server = tuple[Inbox, int]
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite://{tmp_path / 'state' / 'jobs.db'}"
-    return str(request.getfixturevalue("pg_db"))
-
-
-@pytest.fixture
-def jobs(url: str) -> Iterator[Jobs]:
-    with Jobs(url) as table:
-        yield table
-
-
 def running(jobs: Jobs, n: int = 1) -> int:
     """A job of series N, claimed by worker w."""
     job = jobs.add(Spec(list="netdev", series=f"s{n}", stage="static"), now=0)
