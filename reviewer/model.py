@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -47,6 +48,22 @@ class StageStatus(StrEnum):
     OK = "ok"
     FAILED = "failed"
     SKIPPED = "skipped"
+
+
+# email.utils' specials: a display name with one of them must be quoted to stay one name.
+_SPECIALS = re.compile(r'[][\\()<>@,:;".]')
+
+
+def address(name: str, addr: str) -> str:
+    """NAME <ADDR> for a header, written as email.utils.formataddr writes it (a name with a special in it is
+    quoted, so a series' own text can add no address of its own: `"Mallory <m@evil.example>, x" <ann@example.org>`
+    is Ann's address only) but never RFC 2047-encoded: a non-ASCII name stays as it is, for the message's utf-8
+    policy to encode when it is sent."""
+    if not name:
+        return addr
+    if _SPECIALS.search(name):
+        name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    return f"{name} <{addr}>"
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,12 @@ from __future__ import annotations
 import datetime as dt
 import email.policy
 import email.utils
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from enum import StrEnum
 
-from reviewer.model import Series
+from reviewer.model import Series, address
 from reviewer.report import escape
 from reviewer.series import mbox
 from reviewer.store.results import version
@@ -90,23 +89,9 @@ def recipients(s: Series, to: tuple[str, ...], cc: tuple[str, ...], policy: Repl
     thread's To/Cc as POLICY says, without duplicates or the sender."""
     seen = {email.utils.parseaddr(sender)[1].lower()}
     people = [s.author, *(p.sender for p in s.patches if p.sender), *(p.author for p in s.patches if p.sender)]
-    out_to = _unique([mailbox(p.name, p.email) for p in people if p is not None], seen)
+    out_to = _unique([address(p.name, p.email) for p in people if p is not None], seen)
     wanted = {ReplyPolicy.AUTHOR: (), ReplyPolicy.LIST: to, ReplyPolicy.ALL: (*to, *cc)}[policy]
-    return [escape.text(a) for a in out_to], [escape.text(a) for a in _unique([mailbox(*email.utils.parseaddr(a)) for a in wanted], seen)]
-
-
-_SPECIALS = re.compile(r'[][\\()<>@,:;"]')
-
-
-def mailbox(name: str, address: str) -> str:
-    """NAME <ADDRESS> as one address in a header: a name with a comma, angle brackets or quotes in it (a
-    series' own text) is quoted, so it can add no address of its own (`"Mallory <m@evil.example>, x"
-    <ann@example.org>` is Ann's address only). A dot stays unquoted, as mail agents write "Jane Q. Doe"."""
-    if not name:
-        return address
-    if _SPECIALS.search(name):
-        name = '"' + name.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    return f"{name} <{address}>"
+    return [escape.text(a) for a in out_to], [escape.text(a) for a in _unique([address(*email.utils.parseaddr(a)) for a in wanted], seen)]
 
 
 def _unique(addrs: list[str], seen: set[str]) -> list[str]:

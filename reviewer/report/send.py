@@ -29,6 +29,7 @@ from typing import Any
 
 from reviewer import config, private
 from reviewer.errors import CommandError, ConfigError, ExitStatus, ReviewerError
+from reviewer.model import address
 from reviewer.proc import run
 from reviewer.report.message import POLICY, as_bytes, invented_parent
 from reviewer.run import deadline
@@ -76,7 +77,7 @@ def sender(cwd: Path) -> str:
     if not addr:
         raise ConfigError("no sender address: git config sendemail.from and user.email are both unset",
                           'set one, e.g. git config --global user.email "you@example.org"')
-    return email.utils.formataddr((name, addr)) if name.isascii() else f"{name} <{addr}>"
+    return address(name, addr)
 
 
 def transport(cwd: Path) -> Transport:

@@ -27,7 +27,7 @@ import liblore
 import requests
 
 from reviewer.errors import FetchError, InputError
-from reviewer.model import Cover, DroppedTrailer, FollowupPatch, Patch, Person, Posting, Series, Trailer
+from reviewer.model import Cover, DroppedTrailer, FollowupPatch, Patch, Person, Posting, Series, Trailer, address
 from reviewer.series import lore, mailnorm, mbox, postings, pullreq, trailers
 from reviewer.series.mailmend import EMAIL_ERRORS, LENIENT, POLICY, UNREADABLE, mend
 from reviewer.series.patchparse import notes, split_message
@@ -360,7 +360,7 @@ def _references(lmsg: b4.LoreMessage) -> tuple[str, ...]:
 def _addresses(msg: Message, header: str) -> tuple[str, ...]:
     """`Name <addr>` strings of HEADER (every occurrence), for a reply-all."""
     pairs = email.utils.getaddresses([str(v) for v in msg.get_all(header, [])])
-    return tuple(email.utils.formataddr((n, a)) if n.isascii() and a.isascii() else f"{n} <{a}>" for n, a in pairs if "@" in a)
+    return tuple(address(n, a) for n, a in pairs if "@" in a)
 
 
 def _followups(lmsg: b4.LoreMessage, own: tuple[Trailer, ...], carried: list[Trailer] | None = None) -> tuple[Trailer, ...]:
