@@ -9,6 +9,7 @@ and the key.
 
     [lists.netdev]
     mirror = "/srv/lore/netdev"      # the list's public-inbox git mirror: a path or a URL
+    tree = "/srv/linux/net-next"     # the kernel git tree the apply, build and guest stages apply series to
     # mail, stages, rfc, settle, patchwork, ...: the list's policy, passed through as they are (policy.py reads them)
 """
 from __future__ import annotations
@@ -33,6 +34,7 @@ class ListConfig:
     name: str
     mirror: str  # a path (made absolute) or a URL
     policy: Mapping[str, Any]  # the [lists.NAME] table as written, mirror included
+    tree: Path | None = None  # the kernel git tree series are applied to (apply, build, guest); absolute
 
 
 @dataclass(frozen=True)
@@ -91,7 +93,12 @@ def _list(path: Path, name: str, table: object) -> ListConfig:
     if "mirror" not in policy:
         raise ConfigError(f"{path}: {where} mirror: missing (the list's public-inbox git mirror: a path or a URL)")
     mirror = _text(path, f"{where} mirror", policy["mirror"])
-    return ListConfig(name, mirror if URL.match(mirror) else str((path.parent / mirror).resolve()), policy)
+    tree = None
+    if "tree" in policy:
+        tree = (path.parent / _text(path, f"{where} tree", policy["tree"])).resolve()
+        if not (tree / ".git").exists():
+            raise ConfigError(f"{path}: {where} tree: {tree} is no git work tree", "give the kernel tree series are applied to")
+    return ListConfig(name, mirror if URL.match(mirror) else str((path.parent / mirror).resolve()), policy, tree)
 
 
 def _table(path: Path, key: str, value: object) -> dict[str, Any]:

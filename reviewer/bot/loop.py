@@ -23,23 +23,24 @@ from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from reviewer.bot import assemble, commands, etiquette, feed, policy, stages
+from reviewer.bot import assemble, commands, etiquette, feed, patchwork, policy, rounds, stages
 from reviewer.bot.assemble import Assembled, Seen
 from reviewer.bot.config import BotConfig, ListConfig
-from reviewer.bot.jobs import Job, Spec
-from reviewer.bot.outbox import Delivery, Mail, Outbox, Row
+from reviewer.bot.jobs import Job, Spec, pool_for
+from reviewer.bot.mboxes import Mboxes
+from reviewer.bot.outbox import Delivery, Item, Mail, Outbox, Row
 from reviewer.bot.queue import Bot, worker_name
 from reviewer.bot.store import Store
 from reviewer.errors import ConfigError, FetchError
-from reviewer.model import Finding, Level, Review
+from reviewer.model import Level, Series
 from reviewer.report import email as reply_mail
 from reviewer.report import send
 from reviewer.series import mbox
 from reviewer.series.fetch import build_series, read_mbox
+from reviewer.tree import git
 
 log = logging.getLogger(__name__)
-REPORT = "report"
-REVIEWED = ("static",)  # the stages whose result is reported (apply, build, guest: not wired to the bot yet)
+REPORT = rounds.REPORT
 NO_BASE = "none (a static review reads no tree)"
 
 
@@ -59,15 +60,28 @@ class Loop:
         self.store = Store.in_home(self.cfg.home)
         self.bot = Bot(self.cfg.settings())
         self.outbox = Outbox(self.bot.jobs.db)
+        self.check()
 
     def close(self) -> None:
         self.bot.close()
         self.store.close()
 
     def pools(self) -> list[str]:
-        """The pools the configured lists' stages run in (those the stage registry has)."""
-        wanted = {s for name in self.lists() for s in self.policies.get(name).stages} | set(REVIEWED)
-        return sorted(s for s in wanted if s in stages.STAGES)
+        """The pools the configured lists' stages run in (those the stage registry has): static, apply, build-ARCH, guest-ARCH."""
+        wanted = {"static"}
+        for name in self.lists():
+            pol = self.policies.get(name)
+            for stage in (s for s in pol.stages if s in stages.STAGES):
+                wanted |= {pool_for(stage, a) for a in pol.arches} if stage in stages.ARCH_STAGES else {stage}
+        return sorted(wanted)
+
+    def check(self) -> None:
+        """ConfigError for a list whose stages need a kernel tree it does not name."""
+        for name, lc in self.lists().items():
+            needs = [s for s in self.policies.get(name).stages if s in stages.TREE_STAGES]
+            if needs and lc.tree is None:
+                raise ConfigError(f"{self.cfg.path}: [lists.{name}] tree: missing: stage {needs[0]!r} applies series to a kernel tree",
+                                  'e.g. tree = "/srv/linux" (a git clone of the tree the list\'s series are made against)')
 
     def lists(self) -> dict[str, ListConfig]:
         return dict(self.cfg.lists or {})
@@ -128,34 +142,50 @@ def obey(loop: Loop, series: list[Assembled], new: list[Seen], data: Mapping[tup
             out += [f"{s.key}: ignored {i.line!r} by {i.by}: {i.reason}" for i in parsed.ignored]
             for c in parsed.commands:
                 if c.verb is commands.Verb.RERUN and c.stage in stages.STAGES:
-                    again = loop.bot.jobs.select(series=s.key)
-                    payload = next((j.payload for j in again if j.stage == c.stage), None)
-                    if payload is not None:
-                        loop.bot.submit(Spec(list=s.list, series=s.key, stage=c.stage, config=f"rerun {c.msgid}", payload=payload))
+                    earlier = {j.arch: j for j in loop.bot.jobs.select(series=s.key) if j.stage == c.stage}  # the newest of each arch
+                    for arch, j in earlier.items():
+                        loop.bot.submit(Spec(list=s.list, series=s.key, stage=c.stage, arch=arch, config=f"rerun {c.msgid}", base=j.base,
+                                             payload=j.payload))
     return out
 
 
 def start(loop: Loop, s: Assembled, pol: policy.Policy, mirror: Path, now: float) -> str:
-    """The work SERIES (just decided) gets under POL: its jobs submitted, the older revision's cancelled."""
+    """The work SERIES (just decided) gets under POL: its jobs submitted (one per stage, and per arch for build and
+    guest), the older revision's cancelled."""
     plan = policy.plan(s, pol, now)
     cancelled = loop.bot.jobs.cancel_series(s.supersedes) if s.supersedes else 0
     note = f" (supersedes {s.supersedes}: {cancelled} job(s) cancelled)" if s.supersedes else ""
     if plan.action is not policy.Action.RUN:
         return f"{s.key}: {plan.action}: {plan.reason}{note}"
     path = write_mbox(loop, s, mirror)
-    ran = [st for st in plan.stages if st in stages.STAGES]
+    tree = loop.lists()[s.list].tree
+    ran = [st for st in plan.stages if st in stages.STAGES and (tree is not None or st not in stages.TREE_STAGES)]
+    base = base_of(tree, path) if tree is not None and set(ran) & set(stages.TREE_STAGES) else ""
+    payload = {"mbox": str(path), "mbox_sha256": path.stem, "series": s.key, "stages": list(ran), "arches": list(plan.arches)}
     for stage in ran:
-        loop.bot.submit(Spec(list=s.list, series=s.key, stage=stage, payload={"mbox": str(path), "series": s.key,
-                                                                              "stages": list(ran), "arches": list(plan.arches)}))
-    skipped = [st for st in plan.stages if st not in stages.STAGES]
-    later = f"; not wired to the bot yet: {', '.join(skipped)}" if skipped else ""
+        more = {"tree": str(tree)} if stage in stages.TREE_STAGES else {}
+        for arch in plan.arches if stage in stages.ARCH_STAGES else ("",):
+            loop.bot.submit(Spec(list=s.list, series=s.key, stage=stage, arch=arch, base=base if more else "", payload=payload | more))
+    skipped = [st for st in plan.stages if st not in ran]
+    later = f"; not run: {', '.join(skipped)} (no tree configured for the list)" if skipped else ""
     return f"{s.key}: run {', '.join(ran)}: {plan.reason}{note}{later}"
 
 
+def base_of(tree: Path, mbox_path: Path) -> str:
+    """The base of the series in MBOX_PATH in TREE, for its jobs' keys: its own base-commit when the tree has it, else
+    the tree's HEAD now. The review chooses again when it runs (the series' base-commit, else a base guessed from the
+    patches' blobs, else HEAD: pipeline.py) and its result says which it used."""
+    series = build_series(read_mbox(mbox_path), "bot")
+    rev = series.base_commit if series.base_commit and git.has_commit(tree, series.base_commit) else "HEAD"
+    return git.read(tree, "rev-parse", f"{rev}^{{commit}}").strip()
+
+
 def write_mbox(loop: Loop, s: Assembled, mirror: Path) -> Path:
-    """SERIES' parts, read again from the mirror, as an mbox in the bot's home (named by its content)."""
+    """SERIES' parts, read again from the mirror, as an mbox in the bot's home (named by its content), and kept in the
+    jobs table's database for workers on other machines (mboxes.py)."""
     where = {m.msgid: m for m in loop.store.messages(s.list)}
     data = mbox.write(feed.message(mirror, where[m].epoch, where[m].commit) for m in s.parts)
+    Mboxes(loop.bot.jobs.db).put(data)
     path = loop.cfg.home / "mbox" / f"{hashlib.sha256(data).hexdigest()}.mbox"
     path.parent.mkdir(parents=True, exist_ok=True)
     if not path.exists():
@@ -166,11 +196,10 @@ def write_mbox(loop: Loop, s: Assembled, mirror: Path) -> Path:
 
 
 def report(loop: Loop, sender: str, now: float) -> list[str]:
-    """The report of every reviewed job done: a `report` job each, claimed and run here (see the module's doc)."""
-    for job in loop.bot.jobs.select(state="done"):
-        if job.stage in REVIEWED:
-            loop.bot.jobs.put(Spec(list=job.list, series=job.series, stage=REPORT, config=job.config, base=job.base,
-                                   payload={"job": job.id}), now)
+    """The report of every round whose jobs all ended (rounds.due): a `report` job each, claimed and run here (see
+    the module's doc)."""
+    for r in rounds.due(loop.bot.jobs):
+        loop.bot.jobs.put(Spec(list=r.list, series=r.series, stage=REPORT, config=r.config, payload={"config": r.config}), now)
     out, me = [], worker_name()
     while (rj := loop.bot.jobs.claim(REPORT, me, loop.cfg.settings().lease, now)) is not None:
         try:
@@ -182,34 +211,71 @@ def report(loop: Loop, sender: str, now: float) -> list[str]:
 
 
 def report_one(loop: Loop, rj: Job, me: str, sender: str, now: float) -> str:
-    done = loop.bot.jobs.get(int(rj.payload["job"]))
     s = next((x for x in loop.store.series(rj.list) if x.key == rj.series), None)
-    if done is None or done.result is None or s is None:
-        loop.outbox.put_with_result(rj.id, me, {"verdict": "never", "reason": "no result or series"}, [], now)
+    jobs = rounds.of_series(loop.bot.jobs, rj.list, rj.series)
+    if s is None or not jobs:
+        loop.outbox.put_with_result(rj.id, me, {"verdict": "never", "reason": "no jobs or series"}, [], now)
         return f"{rj.series}: nothing to report"
+    series = build_series(read_mbox(Path(jobs[0].payload["mbox"])), "bot")
+    merged = rounds.merge(jobs, series)
     pol = loop.policies.get(rj.list)
-    findings = tuple(finding(f) for f in done.result["review"].get("findings", []))
+    checks = patchwork_checks(pol, rj, merged, series)
+    result: dict[str, Any] = {"jobs": [j.id for j in merged.used], "failed": {pool_name(j): j.error for j in merged.failed},
+                              "checks": len(checks)}
+    if not merged.used:
+        loop.outbox.put_with_result(rj.id, me, result | {"verdict": "never", "reason": "no stage ended with a result"}, checks, now)
+        return f"{s.key}: no mail: no stage ended with a result"
     sent = [policy.Sent(r.list, str(r.meta.get("author", "")), r.updated) for r in loop.outbox.sent_since(now - policy.DAY)]
-    decision = policy.may_mail(pol, s, [f.level for f in findings], sent, now, stopped=loop.store.stops().stopped(s))
-    result = {"verdict": str(decision.verdict), "reason": decision.reason, "job": done.id}
+    decision = policy.may_mail(pol, s, merged.levels, sent, now, stopped=loop.store.stops().stopped(s))
+    result |= {"verdict": str(decision.verdict), "reason": decision.reason}
     if decision.verdict is policy.Verdict.NEVER:
-        loop.outbox.put_with_result(rj.id, me, result, [], now)
-        return f"{s.key}: no mail: {decision.reason}"
-    msg = reply(s, done, findings, sender, to_list=decision.to_list)
+        loop.outbox.put_with_result(rj.id, me, result, checks, now)
+        return f"{s.key}: no mail: {decision.reason}" + (f"; {len(checks)} check(s) queued" if checks else "")
+    msg = reply(s, merged, series, sender, to_list=decision.to_list)
     mail = Mail.of(f"mail {rj.key}", msg, author=s.sender, not_before=decision.not_before or 0.0)
-    loop.outbox.put_with_result(rj.id, me, result | {"message_id": str(msg["Message-ID"])}, [mail], now)
+    loop.outbox.put_with_result(rj.id, me, result | {"message_id": str(msg["Message-ID"])}, [mail, *checks], now)
     when = "" if decision.send else f" (not before {decision.not_before:.0f}: {decision.reason})"
-    return f"{s.key}: mail queued{when}"
+    return f"{s.key}: mail queued{when}" + (f"; {len(checks)} check(s) queued" if checks else "")
 
 
-def reply(s: Assembled, done: Job, findings: tuple[Finding, ...], sender: str, *, to_list: bool) -> EmailMessage:
+def pool_name(job: Job) -> str:
+    return f"{job.stage}-{job.arch}" if job.arch else job.stage
+
+
+def patchwork_checks(pol: policy.Policy, rj: Job, merged: rounds.Merged, series: Series) -> list[Item]:
+    """One check per patch for each stage job MERGED used (context reviewer-STAGE[-ARCH]), when the list posts checks."""
+    pw = pol.patchwork
+    if pw is None or not pw.checks:
+        return []
+    out: list[Item] = []
+    for job in merged.used:
+        found = rounds.merge([job], series)
+        state, what = _check_state(found)
+        context = f"reviewer-{pool_name(job)}"
+        for c in patchwork.per_message(pw.url, pw.project, [p.msgid for p in series.patches if p.msgid], state, context, what):
+            out.append((f"check {rj.key} {context} {c.msgid}", c))
+    return out
+
+
+def _check_state(merged: rounds.Merged) -> tuple[str, str]:
+    levels = merged.levels
+    errors, warnings = levels.count(Level.ERROR), levels.count(Level.WARNING)
+    if errors:
+        return "fail", f"{errors} error(s), {warnings} warning(s)"
+    if warnings:
+        return "warning", f"{warnings} warning(s)"
+    return "success", "no errors or warnings"
+
+
+def reply(s: Assembled, merged: rounds.Merged, series: Series, sender: str, *, to_list: bool) -> EmailMessage:
     """The bot's reply about S (threaded to its cover letter or first patch), footer added and checked."""
-    series = build_series(read_mbox(Path(done.payload["mbox"])), "bot")
     opts = reply_mail.ReplyOptions(sender, policy=reply_mail.ReplyPolicy.LIST if to_list else reply_mail.ReplyPolicy.AUTHOR)
-    msg = reply_mail.reply(Review(series=series, findings=findings), opts)
-    base = done.base or NO_BASE
-    ran = done.payload.get("stages", ["static"])
-    footer = etiquette.Footer(base, etiquette.reproduce(s.root, base, ran, done.payload.get("arches", [])))
+    msg = reply_mail.reply(merged.review, opts)
+    first = merged.used[0]
+    applied = merged.review.apply
+    base = applied.base if applied is not None else next((j.base for j in merged.used if j.base), "") or NO_BASE
+    ran, arches = first.payload.get("stages", ["static"]), first.payload.get("arches", [])
+    footer = etiquette.Footer(base, etiquette.reproduce(s.root, base, ran, arches))
     msg = etiquette.bot_mail(msg, footer)
     target = series.cover or (series.patches[0] if series.patches else None)
     allowed = [s.sender, *(p.email for p in (series.author,) if p is not None), *(target.to if target and to_list else ())]
@@ -221,21 +287,31 @@ def _addresses(text: str) -> list[str]:
     return [a for _, a in email.utils.getaddresses([text]) if a]
 
 
-def finding(d: Mapping[str, Any]) -> Finding:
-    """A finding of the JSON report (report/json.py) back as the model's."""
-    return Finding(rule=d["rule"], level=Level(d["level"]), message=d["message"], patch=d.get("patch"), path=d.get("path"),
-                   line=d.get("line"), hint=d.get("hint"), quote=tuple(d.get("quote", ())), sources=tuple(d.get("sources", ())))
-
-
 def drain(loop: Loop, delivery: Delivery, now: float) -> list[Row]:
     return loop.outbox.drain(delivery, now)
 
 
-def delivery(cfg: BotConfig) -> tuple[Delivery, str]:
-    """The sender, configured as git send-email is (sendemail.*, read in the configuration file's directory), and the
-    From: address."""
+def delivery(cfg: BotConfig, policies: policy.Policies | None = None) -> tuple[Delivery, str]:
+    """The sender, configured as git send-email is (sendemail.*, read in the configuration file's directory), with the
+    Patchwork token of each list that posts checks (POLICIES'), and the From: address."""
     where = cfg.path.parent
-    return Delivery(send.transport(where), where), send.sender(where)
+    tokens: dict[str, str] = {}
+    for name in (cfg.lists or {}) if policies is not None else ():
+        pw = policies.get(name).patchwork if policies is not None else None
+        if pw is not None and pw.checks and pw.token_file:
+            tokens[pw.url] = _token(cfg, name, where / pw.token_file)
+    return Delivery(send.transport(where), where, tokens), send.sender(where)
+
+
+def _token(cfg: BotConfig, name: str, path: Path) -> str:
+    try:
+        token = path.read_text().strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or exc
+        raise ConfigError(f"{cfg.path}: [lists.{name}] patchwork.token_file: {path}: cannot be read: {why}") from None
+    if not token or any(c.isspace() for c in token):
+        raise ConfigError(f"{cfg.path}: [lists.{name}] patchwork.token_file: {path}: not one token", "the file holds the API token alone")
+    return token
 
 
 def wait_idle(loop: Loop, seconds: float, poll: float = 0.2) -> bool:

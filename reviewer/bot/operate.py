@@ -11,6 +11,7 @@ from typing import Any
 
 from reviewer.bot.config import BotConfig
 from reviewer.bot.jobs import Job, Jobs, Spec
+from reviewer.bot.mboxes import Mboxes
 from reviewer.bot.outbox import Outbox
 from reviewer.bot.queue import Bot
 from reviewer.errors import ConfigError, InputError, UsageError
@@ -99,7 +100,9 @@ def enqueue(cfg: BotConfig, target: str, list_name: str | None = None) -> tuple[
         shutil.copyfile(path, saved)
     bot = Bot(cfg.settings())
     try:
-        job, new = bot.jobs.put(Spec(list=name, series=f"mbox-{digest[:16]}", stage="static", payload={"mbox": str(saved)}))
+        Mboxes(bot.jobs.db).put(data)
+        payload = {"mbox": str(saved), "mbox_sha256": digest}
+        job, new = bot.jobs.put(Spec(list=name, series=f"mbox-{digest[:16]}", stage="static", payload=payload))
         if new:
             bot.deliver(job)
     finally:

@@ -3,7 +3,10 @@
 `POST {api}/patches/{id}/checks/` with `state` (pending | success | warning | fail), `context`
 (^[-a-zA-Z0-9_]+$), `target_url` (at most 200 characters) and `description`, authenticated by
 `Authorization: Token ...` (https://patchwork.readthedocs.io/en/latest/api/rest/, "Checks"). Only the
-newest check of a context counts, and posting needs maintainer rights on the project. Plain requests:
+newest check of a context counts, and posting needs maintainer rights on the project. A check made before the
+patch's id is known names its Message-ID instead (`patch` 0): the id is looked up when it is posted, with
+`GET {api}/patches/?project=P&msgid=ID` (API 1.2 and later); Patchwork reads a list's mail a few minutes after
+it arrives, so a patch it does not have yet is a PatchworkError, and the outbox tries again later. Plain requests:
 git-pw has no check command. Tested against a loopback HTTP server that checks the request; no real
 Patchwork instance was tested (docs/bot.md).
 """
@@ -39,8 +42,12 @@ class Check:
     context: str
     description: str = ""
     target_url: str = ""
+    msgid: str = ""  # with patch 0: the patch's Message-ID (no <>), looked up in PROJECT when the check is posted
+    project: str = ""
 
     def __post_init__(self) -> None:
+        if not self.patch and not (self.msgid and self.project):
+            raise ValueError("a check names its patch: an id, or a Message-ID and a project")
         if self.state not in STATES:
             raise ValueError(f"check state {self.state!r}: not one of {', '.join(STATES)}")
         if not CONTEXT.match(self.context):
@@ -58,6 +65,12 @@ def per_patch(api: str, patches: Iterable[int], state: str, context: str, descri
     return [Check(api, p, state, context, description, target_url) for p in patches]
 
 
+def per_message(api: str, project: str, msgids: Iterable[str], state: str, context: str, description: str = "",
+                target_url: str = "") -> list[Check]:
+    """As per_patch, the patches named by their Message-IDs (looked up when each check is posted)."""
+    return [Check(api, 0, state, context, description, target_url, m.strip("<>"), project) for m in msgids]
+
+
 class Client:
     """Posts checks with TOKEN (a maintainer's API token: it lives only in the sender)."""
 
@@ -66,19 +79,34 @@ class Client:
         self.session.headers.update({"Authorization": f"Token {token}", "Accept": "application/json"})
         self.timeout = timeout
 
+    def patch_id(self, check: Check) -> int:
+        """The id of the patch CHECK names by its Message-ID; PatchworkError when Patchwork has no such patch (yet)."""
+        url = f"{check.api.rstrip('/')}/patches/"
+        answer = self._call("get", url, params={"project": check.project, "msgid": check.msgid})
+        if answer.status_code != requests.codes.ok:
+            raise _refused(url, answer)
+        found = answer.json()
+        if not isinstance(found, list) or not found or not isinstance(found[0], dict) or not isinstance(found[0].get("id"), int):
+            raise PatchworkError(f"{url}: no patch <{check.msgid}> in project {check.project} (yet: it is tried again later)")
+        return int(found[0]["id"])
+
     def post(self, check: Check) -> dict[str, object]:
         """Create CHECK; Patchwork's answer (the check it made). PatchworkError naming the patch and why otherwise."""
-        url = f"{check.api.rstrip('/')}/patches/{check.patch}/checks/"
-        try:
-            answer = self.session.post(url, json=check.fields(), timeout=self.timeout)
-        except requests.Timeout as exc:
-            raise PatchworkError(f"{url}: no answer within {self.timeout:g} s") from exc
-        except requests.RequestException as exc:
-            raise PatchworkError(f"cannot reach {url}: {exc}") from exc
+        patch = check.patch or self.patch_id(check)
+        url = f"{check.api.rstrip('/')}/patches/{patch}/checks/"
+        answer = self._call("post", url, json=check.fields())
         if answer.status_code != requests.codes.created:
             raise _refused(url, answer)
         body = answer.json()
         return body if isinstance(body, dict) else {}
+
+    def _call(self, method: str, url: str, **kw: object) -> requests.Response:
+        try:
+            return self.session.request(method, url, timeout=self.timeout, **kw)  # type: ignore[arg-type]
+        except requests.Timeout as exc:
+            raise PatchworkError(f"{url}: no answer within {self.timeout:g} s") from exc
+        except requests.RequestException as exc:
+            raise PatchworkError(f"cannot reach {url}: {exc}") from exc
 
 
 def _refused(url: str, answer: requests.Response) -> PatchworkError:

@@ -24,6 +24,7 @@ from typing import Any
 
 from reviewer.bot.assemble import Assembled, Readiness
 from reviewer.errors import ConfigError
+from reviewer.kernel import arches as registry
 from reviewer.model import Level
 
 log = logging.getLogger(__name__)
@@ -31,7 +32,7 @@ log = logging.getLogger(__name__)
 STAGES = ("static", "apply", "build", "guest")
 DAY = 86400.0
 # Keys of [lists.NAME] that belong to the bot's configuration (reviewer/bot/config.py), not to its policy.
-CONFIG_KEYS = frozenset({"mirror"})
+CONFIG_KEYS = frozenset({"mirror", "tree"})
 _LEVELS = {"error": Level.ERROR, "warning": Level.WARNING}
 
 
@@ -49,9 +50,10 @@ class Rfc(StrEnum):
 
 @dataclass(frozen=True)
 class Patchwork:
-    url: str
+    url: str  # the REST API, 1.2 or later (checks name patches by Message-ID): https://patchwork.example/api/1.2/
     project: str
     checks: bool = False
+    token_file: str = ""  # the file holding the API token (relative: to the configuration file's directory); only the sender reads it
 
 
 @dataclass(frozen=True)
@@ -113,14 +115,18 @@ def _flag(path: Path, name: str, key: str, value: Any) -> bool:
 
 def _patchwork(path: Path, name: str, value: Any) -> Patchwork:
     if not isinstance(value, dict):
-        raise ConfigError(f"{_where(path, name, 'patchwork')}: expected a table (url, project, checks)")
-    unknown = sorted(set(value) - {"url", "project", "checks"})
+        raise ConfigError(f"{_where(path, name, 'patchwork')}: expected a table (url, project, checks, token_file)")
+    unknown = sorted(set(value) - {"url", "project", "checks", "token_file"})
     if unknown:
-        raise ConfigError(f"{_where(path, name, 'patchwork.' + unknown[0])}: unknown key", "known: url, project, checks")
-    for key in ("url", "project"):
+        raise ConfigError(f"{_where(path, name, 'patchwork.' + unknown[0])}: unknown key", "known: url, project, checks, token_file")
+    for key in ("url", "project", *(("token_file",) if "token_file" in value else ())):
         if not isinstance(value.get(key), str) or not value[key]:
             raise ConfigError(f"{_where(path, name, 'patchwork.' + key)}: expected a non-empty string")
-    return Patchwork(value["url"], value["project"], _flag(path, name, "patchwork.checks", value.get("checks", False)))
+    checks = _flag(path, name, "patchwork.checks", value.get("checks", False))
+    if checks and "token_file" not in value:
+        raise ConfigError(f"{_where(path, name, 'patchwork.token_file')}: missing: posting checks needs a maintainer's API token",
+                          'e.g. token_file = "patchwork.token" (a file only the bot can read)')
+    return Patchwork(value["url"], value["project"], checks, value.get("token_file", ""))
 
 
 def _stages(path: Path, name: str, value: Any) -> tuple[str, ...]:
@@ -146,7 +152,7 @@ def _limit(path: Path, name: str, key: str, value: Any) -> int | None:
 _Reader = Callable[[Path, str, Any], dict[str, Any]]  # (file, list, value) -> Policy's fields
 _READERS: dict[str, _Reader] = {
     "stages": lambda p, n, v: {"stages": _stages(p, n, v)},
-    "arches": lambda p, n, v: {"arches": _str_list(p, n, "arches", v)},
+    "arches": lambda p, n, v: {"arches": _str_list(p, n, "arches", v, tuple(registry.BY_NAME))},
     "mail": lambda p, n, v: {"mail": MailTo(_choice(p, n, "mail", v, MailTo))},
     "patchwork": lambda p, n, v: {"patchwork": _patchwork(p, n, v)},
     "rfc": lambda p, n, v: {"rfc": Rfc(_choice(p, n, "rfc", v, Rfc))},
@@ -171,7 +177,12 @@ def parse(table: Mapping[str, Any], name: str, path: Path) -> Policy:
         if key not in _READERS:
             raise ConfigError(f"{_where(path, name, key)}: unknown key", f"known keys: {', '.join(sorted(KEYS | CONFIG_KEYS))}")
         values.update(_READERS[key](path, name, value))
-    return Policy(name, **values)
+    policy = Policy(name, **values)
+    per_arch = [s for s in policy.stages if s in ("build", "guest")]
+    if per_arch and not policy.arches:
+        raise ConfigError(f"{_where(path, name, 'arches')}: missing: stage {per_arch[0]!r} runs once per architecture",
+                          f"e.g. arches = [\"{registry.host().name}\"]")
+    return policy
 
 
 def _stamp(path: Path) -> tuple[int, str]:

@@ -10,7 +10,9 @@ eta), which a site running another engine (Celery, ...) could implement instead.
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
+import functools
 import os
 import socket
 import threading
@@ -21,8 +23,9 @@ from typing import Any, Protocol
 
 import huey
 
-from reviewer.bot import stages
+from reviewer.bot import mboxes, stages
 from reviewer.bot.jobs import Job, Jobs, Spec
+from reviewer.bot.mboxes import Mboxes
 
 TASK = "reviewer.bot.run_job"
 
@@ -59,6 +62,11 @@ class Bot:
 
     def close(self) -> None:
         self.jobs.close()
+
+    @functools.cached_property
+    def mboxes(self) -> Mboxes:
+        """The series' mboxes in the jobs database (its table made the first time a job needs it)."""
+        return Mboxes(self.jobs.db)
 
     def queue(self, pool: str) -> huey.Huey:
         """POOL's huey, its one task registered (the consumer's process registers it as the producer's does)."""
@@ -117,7 +125,7 @@ class Bot:
         beat = _Heartbeat(self, job.id, worker)
         beat.start()
         try:
-            result = stages.STAGES[job.stage](job, beat.stop)
+            result = stages.STAGES[job.stage](self._here(job), beat.stop)
         except Exception as exc:  # a stage's failure is the job's, recorded; the consumer goes on
             self._failed(job.id, worker, f"{type(exc).__name__}: {exc}")
         else:
@@ -127,6 +135,14 @@ class Bot:
                 self.jobs.finish(job.id, worker, result)
         finally:
             beat.end()
+
+    def _here(self, job: Job) -> Job:
+        """JOB with its mbox (payload "mbox_sha256") as a file in this worker's home, read from the jobs database."""
+        digest = job.payload.get("mbox_sha256")
+        if not digest:
+            return job
+        path = mboxes.local(self.mboxes, self.settings.home, digest)
+        return dataclasses.replace(job, payload=job.payload | {"mbox": str(path)})
 
     def _early(self, job_id: int) -> None:
         """A job delivered before it is due (the queue's clock ahead of the table's) is delivered again for then."""

@@ -51,7 +51,7 @@ def run(cfg: BotConfig, workers: int, *, once: bool, interval: float = 60.0, say
     """Feeds, WORKERS consumer threads per pool (0: none, another machine runs them) and the sender, until SIGTERM or
     SIGINT; ONCE: one tick, its jobs waited for (with workers), reported and sent."""
     lp = loop.Loop(cfg)
-    delivery, sender = loop.delivery(cfg)
+    delivery, sender = loop.delivery(cfg, lp.policies)
     stop = threading.Event()
     pool = Workers(cfg.settings(), lp.pools(), workers) if workers > 0 else None
     try:
@@ -113,7 +113,7 @@ def enqueue_msgid(cfg: BotConfig, msgid: str, list_name: str | None = None, now:
 
 
 def _deliver_new(lp: loop.Loop, name: str, key: str, path: Path) -> tuple[Job, bool]:
-    payload = {"mbox": str(path), "series": key, "stages": ["static"]}
+    payload = {"mbox": str(path), "mbox_sha256": path.stem, "series": key, "stages": ["static"]}
     job, new = lp.bot.jobs.put(Spec(list=name, series=key, stage="static", payload=payload))
     if new:
         lp.bot.deliver(job)
@@ -168,7 +168,7 @@ def _replay_tick(lp: loop.Loop, name: str, mirror: Path, now: float, workers: in
 
 
 def _replay_send(lp: loop.Loop, cfg: BotConfig, now: float, *, send: bool) -> list[str]:
-    delivery, sender = loop.delivery(cfg)
+    delivery, sender = loop.delivery(cfg, lp.policies)
     out = loop.report(lp, sender, now)
     rows = lp.outbox.select("queued")
     out += [f"would send: {r.email()['Subject']} to {r.email()['To']}" for r in rows] if not send else []

@@ -13,6 +13,7 @@ import pytest
 from bench._lore import Httpd, Inbox, make_inbox, start_httpd
 from reviewer.bot.jobs import Jobs
 from tests.bot.mails import mail
+from tests.bot.pwserver import patchwork  # noqa: F401 (fixtures for the tests here)
 from tests.bot.servers import pg_db, postgres_url, redis_url  # noqa: F401 (fixtures for the tests here)
 from tests.mail.test_send import smtp  # noqa: F401 (a real SMTP server on 127.0.0.1: the outbox's tests)
 

@@ -112,7 +112,19 @@ def test_enqueue_refusals(tmp_path: Path) -> None:
     ('[bot]\nhome = "s"\n[lists.netdev]\nmail = "off"\n', "bot.toml: [lists.netdev] mirror: missing"),
     ('lists = 3\n[bot]\nhome = "s"\n', "bot.toml: [lists]: missing, or not a table"),
     ('[bot]\nhome = "s"\nlease = "long"\n', "bot.toml: [bot] lease: 'long' is not a number of seconds (at least 1)"),
-], ids=["missing-file", "bad-toml", "no-home", "queue-scheme", "db-scheme", "unknown-key", "home-type", "no-mirror", "lists-type", "lease"])
+    ('[bot]\nhome = "s"\n[lists.n]\nmirror = "m"\ntree = "nowhere"\n', "bot.toml: [lists.n] tree: "),
+], ids=["missing-file", "bad-toml", "no-home", "queue-scheme", "db-scheme", "unknown-key", "home-type", "no-mirror", "lists-type", "lease",
+        "tree-not-git"])
 def test_a_bad_configuration_is_one_line_and_exit_3(tmp_path: Path, text: str | None, fragment: str) -> None:
     cfg = tmp_path / "bot.toml" if text is None else write(tmp_path, text)
     bot(tmp_path, cfg, "status").assert_one_line_error(ExitStatus.CONFIG, fragment)
+
+
+@pytest.mark.parametrize(("policy", "fragment"), [
+    ('stages = ["static", "apply"]\n', "bot.toml: [lists.n] tree: missing: stage 'apply' applies series to a kernel tree"),
+    ('stages = ["build"]\n', "bot.toml: [lists.n] arches: missing: stage 'build' runs once per architecture"),
+    ('stages = ["guest"]\narches = ["vax"]\n', "bot.toml: [lists.n] arches: unknown value 'vax'"),
+], ids=["apply-without-tree", "build-without-arches", "unknown-arch"])
+def test_stages_the_list_cannot_run_are_refused_before_anything_starts(tmp_path: Path, policy: str, fragment: str) -> None:
+    cfg = write(tmp_path, f'[bot]\nhome = "s"\n[lists.n]\nmirror = "m"\n{policy}')
+    bot(tmp_path, cfg, "run", "--once").assert_one_line_error(ExitStatus.CONFIG, fragment)

@@ -75,10 +75,3 @@ def test_a_maintainer_named_by_the_policy_may_stop_a_series(tmp_path: Path, inbo
         assert loop.drain(lp, delivery, T) == []
     finally:
         lp.close()
-
-
-def test_a_finding_comes_back_from_the_json_report() -> None:
-    d = {"rule": "subject-length", "level": "warning", "message": "long", "patch": 1, "path": "lib/f1.c", "line": 3, "hint": None,
-         "quote": ["+x"], "sources": ["subject-length"]}
-    f = loop.finding(d)
-    assert (f.rule, str(f.level), f.patch, f.quote) == ("subject-length", "warning", 1, ("+x",))

@@ -4,83 +4,18 @@ the errors a Patchwork answers with (401, 404) or none at all (a timeout). No Pa
 side of the conversation only (docs/bot.md says so)."""
 from __future__ import annotations
 
-import json
-import re
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+import urllib.parse
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from reviewer.bot.jobs import Jobs
 from reviewer.bot.outbox import Delivery, Outbox
-from reviewer.bot.patchwork import Check, Client, PatchworkError, per_patch
+from reviewer.bot.patchwork import Check, Client, PatchworkError, per_message, per_patch
 from reviewer.errors import ExitStatus
 from reviewer.report import send
-
-TOKEN = "2f3e4d5c6b7a"
-FIELDS = {"state", "context", "target_url", "description"}  # https://patchwork.readthedocs.io/en/latest/api/rest/schemas/v1.1/
-PATH = re.compile(r"^/api/1\.1/patches/(\d+)/checks/$")
-
-
-@dataclass
-class Patchwork:
-    """What the loopback server saw, and what it answers: 201 and the check, or the status a patch id is mapped to."""
-
-    url: str = ""
-    seen: list[tuple[str, str, dict[str, str], dict[str, Any]]] = field(default_factory=list)
-    answers: dict[int, int] = field(default_factory=dict)  # patch id: HTTP status
-    hang: threading.Event = field(default_factory=threading.Event)  # set at the end: a hanging answer returns
-
-
-def handler(pw: Patchwork) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802 (http.server's name)
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            pw.seen.append(("POST", self.path, dict(self.headers), body))
-            match = PATH.match(self.path)
-            if self.headers["Authorization"] != f"Token {TOKEN}":
-                return self.answer(401, {"detail": "Invalid token."})
-            if match is None or self.headers["Content-Type"] != "application/json" or not set(body) <= FIELDS:
-                return self.answer(400, {"detail": "bad request"})
-            patch = int(match.group(1))
-            if pw.answers.get(patch) == 0:
-                pw.hang.wait(30)
-                return None
-            if pw.answers.get(patch, 201) != 201:
-                return self.answer(pw.answers[patch], {"detail": "Not found."})
-            return self.answer(201, {"id": 1, "url": f"{pw.url}/patches/{patch}/checks/1/", "user": {"username": "bot"}, **body})
-
-        def answer(self, status: int, body: dict[str, Any]) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, *_args: Any) -> None:
-            pass
-
-    return Handler
-
-
-@pytest.fixture
-def patchwork() -> Iterator[Patchwork]:
-    pw = Patchwork()
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler(pw))
-    server.daemon_threads = True
-    pw.url = f"http://127.0.0.1:{server.server_address[1]}/api/1.1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield pw
-    pw.hang.set()
-    server.shutdown()
-    server.server_close()
-    thread.join()
+from tests.bot.pwserver import TOKEN, Patchwork
 
 
 def test_a_check_is_posted_with_patchworks_fields(patchwork: Patchwork) -> None:
@@ -132,3 +67,17 @@ def test_the_outbox_posts_its_checks_with_the_apis_token(patchwork: Patchwork, t
     assert [(r.key, r.state, r.error) for r in rows] == [("r/1", "sent", None), ("r/2", "sent", None),
                                                          ("elsewhere", "failed", "no Patchwork token for http://127.0.0.1:9/api/1.1")]
     assert len(patchwork.seen) == 2
+
+
+def test_a_check_named_by_message_id_goes_to_the_patch_patchwork_has(patchwork: Patchwork) -> None:
+    api = patchwork.url.replace("/api/1.1", "/api/1.2")
+    patchwork.patches[("netdevbpf", "<s.2@example.org>")] = 4242
+    (check,) = per_message(api, "netdevbpf", ["<s.2@example.org>"], "fail", "reviewer-apply", "does not apply")
+    Client(TOKEN).post(check)
+    (get, post) = patchwork.seen
+    assert get[0] == "GET" and urllib.parse.parse_qs(get[1].split("?", 1)[1]) == {"project": ["netdevbpf"], "msgid": ["s.2@example.org"]}
+    assert (post[0], post[1], post[3]["state"]) == ("POST", "/api/1.2/patches/4242/checks/", "fail")
+    with pytest.raises(PatchworkError, match=r"no patch <s.9@example.org> in project netdevbpf \(yet"):
+        Client(TOKEN).post(replace(check, msgid="s.9@example.org"))
+    with pytest.raises(ValueError, match="names its patch"):
+        Check(api, 0, "fail", "ctx")

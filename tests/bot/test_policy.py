@@ -24,7 +24,7 @@ mirror = "/srv/lore/netdev"
 stages = ["static", "apply", "build"]
 arches = ["x86_64", "arm64"]
 mail = "author+list"
-patchwork = { url = "https://patchwork.example/api/1.1/", project = "netdevbpf", checks = true }
+patchwork = { url = "https://patchwork.example/api/1.2/", project = "netdevbpf", checks = true, token_file = "patchwork.token" }
 rfc = "full"
 embargo_hours = 24
 max_mails_per_day = 20
@@ -62,7 +62,8 @@ def test_a_list_without_a_policy_is_muted(tmp_path: Path) -> None:
 def test_every_key_is_read(tmp_path: Path) -> None:
     p = load(write(tmp_path, FULL)).get("netdev")
     assert p == Policy("netdev", ("static", "apply", "build"), ("x86_64", "arm64"), MailTo.AUTHOR_LIST,
-                       Patchwork("https://patchwork.example/api/1.1/", "netdevbpf", checks=True), Rfc.FULL, 24.0, 20, 3,
+                       Patchwork("https://patchwork.example/api/1.2/", "netdevbpf", checks=True, token_file="patchwork.token"),
+                       Rfc.FULL, 24.0, 20, 3,
                        quiet_on_clean=False, threshold=Level.ERROR, ignore_from=("bot@example.org", ".*-robot@.*"), settle=600.0,
                        maintainers=("mai@example.org",))
 

@@ -24,6 +24,7 @@ from bench._lore import Httpd, Inbox, make_inbox, start_httpd
 from reviewer.bot.jobs import Jobs
 from tests.bot.conftest import clone
 from tests.bot.mails import LIST, mail, series
+from tests.bot.pwserver import TOKEN, Patchwork
 from tests.mail.test_send import Inbox as SmtpInbox
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,15 +41,15 @@ class Site:
         for m in mails:
             self.inbox.deliver(m)
 
-    def bot(self, *args: str) -> subprocess.CompletedProcess[str]:
+    def bot(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         return subprocess.run([sys.executable, "-m", "reviewer", "bot", "--config", str(self.config), *args], cwd=self.config.parent,
-                              env=env, capture_output=True, text=True, timeout=300, check=False)
+                              env=env, capture_output=True, text=True, timeout=timeout, check=False)
 
-    def run_once(self) -> list[EmailMessage]:
+    def run_once(self, timeout: float = 300) -> list[EmailMessage]:
         """One tick of `review bot run --once`; the mails the SMTP server got during it."""
         before = len(self.smtp.received)
-        done = self.bot("run", "--once")
+        done = self.bot("run", "--once", timeout=timeout)
         assert done.returncode == 0, done.stderr
         return [_parse(data) for _, _, data in self.smtp.received[before:]]
 
@@ -184,7 +185,9 @@ def test_the_same_with_redis_postgresql_and_two_worker_processes(site: Site, red
     assert site.bot("run", "--workers", "0", "--once").returncode == 0  # feeds and sender only: the jobs wait for workers
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     logs = [(site.config.parent / f"worker-{n}.log").open("wb") for n in range(2)]
-    workers = [subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(site.config), "worker", "--pool", "static"],
+    elsewhere = site.config.parent / "elsewhere.toml"  # the workers' machine: a home of its own, the same queue and table
+    elsewhere.write_text(site.config.read_text().replace('home = "state"', 'home = "worker-state"'))
+    workers = [subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(elsewhere), "worker", "--pool", "static"],
                                 cwd=site.config.parent, env=env, stdout=log, stderr=log, start_new_session=True) for log in logs]
     try:
         deadline = time.monotonic() + 120
@@ -194,6 +197,9 @@ def test_the_same_with_redis_postgresql_and_two_worker_processes(site: Site, red
                 break
             time.sleep(0.5)
         assert pools["static"]["done"] == 3, pools
+        # The workers read the series from the jobs database, not from run's home: each mbox is in theirs too.
+        theirs = sorted(p.name for p in (site.config.parent / "worker-state" / "mbox").glob("*.mbox"))
+        assert theirs == sorted(p.name for p in (site.config.parent / "state" / "mbox").glob("*.mbox")) and len(theirs) == 3
         for w in workers:
             w.send_signal(signal.SIGTERM)
         assert [w.wait(timeout=60) for w in workers] == [0, 0]
@@ -257,3 +263,36 @@ def test_a_worker_killed_mid_review_loses_no_series_and_doubles_no_mail(site: Si
     sent = [str(m["In-Reply-To"]) for m in _tick_without_workers(site)]
     assert sorted(sent) == [f"<big{n}.0@example.org>" for n in range(3)]  # each once
     assert _tick_without_workers(site) == []
+
+
+def test_the_apply_stage_applies_to_the_lists_tree_and_checks_go_to_patchwork(site: Site, kernel_repo: Path,
+                                                                                   patchwork: Patchwork) -> None:
+    for k in (1, 2):  # the files the test series change (mails.diff: "context one / old K / context two")
+        (kernel_repo / f"lib/f{k}.c").write_text(f"context one\nold {k}\ncontext two\n")
+    subprocess.run(["git", "-C", str(kernel_repo), "add", "lib"], check=True)
+    subprocess.run(["git", "-C", str(kernel_repo), "commit", "-q", "-m", "lib: the files the series change"], check=True)
+    head = subprocess.run(["git", "-C", str(kernel_repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    api = patchwork.url.replace("/api/1.1", "/api/1.2")
+    (site.config.parent / "pw.token").write_text(TOKEN + "\n")
+    site.config.write_text(site.config.read_text() + f'stages = ["static", "apply"]\ntree = "{kernel_repo}"\n'
+                           f'patchwork = {{ url = "{api}", project = "test", checks = true, token_file = "pw.token" }}\n')
+    good, bad = series("good", "PATCH", "lib: two files", 2), series("bad", "PATCH", "lib: three files", 3)  # bad's lib/f3.c is not there
+    ids = {f"<{tag}.{k}@example.org>": 100 * n + k for n, (tag, count) in enumerate((("good", 2), ("bad", 3)), 1)
+           for k in range(1, count + 1)}
+    patchwork.patches.update({("test", m): i for m, i in ids.items()})
+    site.deliver(good + bad)
+
+    sent = _about(site.run_once())
+    assert sorted(sent) == ["bad.0@example.org", "good.0@example.org"]
+    body = {k: str(m.get_body(preferencelist=("plain",)).get_content()).replace("\r\n", "\n")  # type: ignore[union-attr]
+            for k, m in sent.items()}
+    assert body["bad.0@example.org"].split("\n\n")[1].startswith(f"The series does not apply to {head[:12]}: patch 3/3")
+    assert f"Base commit: {head}" in body["good.0@example.org"]
+    assert "does not apply" not in body["good.0@example.org"]
+    posted = {(p, b["context"]): b["state"] for m, p, _, b in patchwork.seen if m == "POST"}
+    assert len(posted) == 10  # 5 patches, a check each for static and apply
+    assert {posted[(f"/api/1.2/patches/{i}/checks/", "reviewer-apply")] for i in (201, 202, 203)} == {"fail"}
+    assert {posted[(f"/api/1.2/patches/{i}/checks/", "reviewer-apply")] for i in (101, 102)} <= {"success", "warning"}
+    status = json.loads(site.bot("status", "--format", "json").stdout)
+    assert status["lists"]["test"]["pools"]["apply"]["done"] == 2
+    assert status["outbox"]["sent"] == 12 and status["outbox"]["failed"] == 0
