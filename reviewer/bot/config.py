@@ -6,9 +6,12 @@ and the key.
     queue = "sqlite"                 # or "redis://host:6379/0"
     db = "postgresql://..."          # the jobs table and outbox; default: jobs.db in home (SQLite)
     lease = 60                       # seconds a job's claim lasts without a heartbeat
+    metrics_listen = "127.0.0.1:9105" # `run` serves GET /metrics there (Prometheus' text format)
+    metrics_file = "/var/lib/node_exporter/textfile/reviewer_bot.prom"  # and/or writes it there after each tick
 
     [lists.netdev]
     mirror = "/srv/lore/netdev"      # the list's public-inbox git mirror: a path or a URL
+    # lei = "dfn:mm/dmapool.c AND rt:2.weeks.ago.."   # instead of mirror: a lei saved search (lei.py)
     tree = "/srv/linux/net-next"     # the kernel git tree the apply, build and guest stages apply series to
     # mail, stages, rfc, settle, patchwork, ...: the list's policy, passed through as they are (policy.py reads them)
 """
@@ -24,7 +27,7 @@ from typing import Any
 from reviewer.bot.queue import Settings
 from reviewer.errors import ConfigError
 
-BOT_KEYS = ("home", "queue", "db", "lease")
+BOT_KEYS = ("home", "queue", "db", "lease", "metrics_listen", "metrics_file")
 TABLES = ("bot", "lists")
 URL = re.compile(r"^[a-z][a-z0-9+.-]*://")
 
@@ -32,9 +35,10 @@ URL = re.compile(r"^[a-z][a-z0-9+.-]*://")
 @dataclass(frozen=True)
 class ListConfig:
     name: str
-    mirror: str  # a path (made absolute) or a URL
+    mirror: str  # a path (made absolute) or a URL; "" for a list followed with lei
     policy: Mapping[str, Any]  # the [lists.NAME] table as written, mirror included
     tree: Path | None = None  # the kernel git tree series are applied to (apply, build, guest); absolute
+    lei: str = ""  # instead of a mirror: a lei saved search (its query), for one maintainer's laptop (lei.py)
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,8 @@ class BotConfig:
     db: str | None = None  # None: jobs.db in home
     lists: Mapping[str, ListConfig] | None = None
     lease: float = 60.0  # seconds a job's claim lasts without a heartbeat: how soon a killed worker's job runs again
+    metrics_listen: tuple[str, int] | None = None  # (host, port) `run` serves /metrics on
+    metrics_file: Path | None = None  # the file `run` writes the metrics to after each tick
 
     def settings(self) -> Settings:
         return Settings(home=self.home, queue=self.queue, db=self.db, lease=self.lease)
@@ -84,21 +90,40 @@ def _parse(path: Path, data: dict[str, Any]) -> BotConfig:
     if isinstance(lease, bool) or not isinstance(lease, int | float) or lease < 1:
         raise ConfigError(f"{path}: [bot] lease: {lease!r} is not a number of seconds (at least 1)", "e.g. lease = 60")
     lists = {name: _list(path, name, table) for name, table in _table(path, "lists", data.get("lists", {})).items()}
-    return BotConfig(path, home.resolve(), queue, db, lists, float(lease))
+    listen = _listen(path, bot["metrics_listen"]) if "metrics_listen" in bot else None
+    mfile = (path.parent / _text(path, "[bot] metrics_file", bot["metrics_file"])).resolve() if "metrics_file" in bot else None
+    if mfile is not None and not mfile.parent.is_dir():
+        raise ConfigError(f"{path}: [bot] metrics_file: {mfile.parent} is no directory")
+    return BotConfig(path, home.resolve(), queue, db, lists, float(lease), listen, mfile)
+
+
+def _listen(path: Path, value: object) -> tuple[str, int]:
+    host, sep, port = _text(path, "[bot] metrics_listen", value).rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ConfigError(f"{path}: [bot] metrics_listen: {value!r} is not HOST:PORT", 'e.g. metrics_listen = "127.0.0.1:9105"')
+    return host.strip("[]"), int(port)
 
 
 def _list(path: Path, name: str, table: object) -> ListConfig:
     where = f"[lists.{name}]"
     policy = _table(path, where, table)
-    if "mirror" not in policy:
-        raise ConfigError(f"{path}: {where} mirror: missing (the list's public-inbox git mirror: a path or a URL)")
-    mirror = _text(path, f"{where} mirror", policy["mirror"])
+    if "lei" in policy:
+        if "mirror" in policy:
+            raise ConfigError(f"{path}: {where} lei: a list is followed by a mirror or by lei, not both", "remove one of the two keys")
+        query = _text(path, f"{where} lei", policy["lei"])
+    elif "mirror" not in policy:
+        raise ConfigError(f"{path}: {where} mirror: missing (the list's public-inbox git mirror: a path or a URL)",
+                          "or lei = QUERY: a lei saved search instead")
+    else:
+        query = ""
+    mirror = "" if query else _text(path, f"{where} mirror", policy["mirror"])
     tree = None
     if "tree" in policy:
         tree = (path.parent / _text(path, f"{where} tree", policy["tree"])).resolve()
         if not (tree / ".git").exists():
             raise ConfigError(f"{path}: {where} tree: {tree} is no git work tree", "give the kernel tree series are applied to")
-    return ListConfig(name, mirror if URL.match(mirror) else str((path.parent / mirror).resolve()), policy, tree)
+    where_from = mirror if not mirror or URL.match(mirror) else str((path.parent / mirror).resolve())
+    return ListConfig(name, where_from, policy, tree, query)
 
 
 def _table(path: Path, key: str, value: object) -> dict[str, Any]:

@@ -77,6 +77,14 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def message(maildir: Path, name: str) -> bytes:
+    """The message whose file's key (its name up to the flags) is NAME, wherever the mail client moved it."""
+    for path in files(maildir):
+        if key(path.name) == name:
+            return path.read_bytes()
+    raise FetchError(f"{maildir}: no file {name} any more (deleted by a mail client?)", "enqueue the series' mbox instead")
+
+
 def new_messages(maildir: Path, read: Collection[str]) -> list[RawMail]:
     """MAILDIR's messages whose key is not in READ, oldest first, as the archive feed gives them (the key in
     RawMail.commit). A file moved away while it is listed is left for the next call."""

@@ -17,13 +17,13 @@ import email.utils
 import hashlib
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
 
-from reviewer.bot import assemble, commands, etiquette, feed, patchwork, policy, rounds, stages
+from reviewer.bot import assemble, commands, etiquette, feed, lei, patchwork, policy, rounds, stages
 from reviewer.bot.assemble import Assembled, Seen
 from reviewer.bot.config import BotConfig, ListConfig
 from reviewer.bot.jobs import Job, Spec, pool_for
@@ -96,9 +96,8 @@ def tick(loop: Loop, now: float) -> list[str]:
     loop.policies = loop.policies.reloaded()
     out: list[str] = []
     for name, lc in loop.lists().items():
-        mirror = mirror_path(loop.cfg, lc)
         try:
-            out += read_list(loop, name, mirror, now)
+            out += read_lei(loop, name, lc.lei, now) if lc.lei else read_list(loop, name, mirror_path(loop.cfg, lc), now)
         except FetchError as exc:  # a server away for a while, a mirror being repaired: the other lists go on, and the next tick
             log.warning("%s", exc.message)
             out.append(f"{name}: not read: {exc.message}")
@@ -106,6 +105,8 @@ def tick(loop: Loop, now: float) -> list[str]:
 
 
 def mirror_path(cfg: BotConfig, lc: ListConfig) -> Path:
+    if lc.lei:
+        raise ConfigError(f"{cfg.path}: [lists.{lc.name}] follows a lei search, not a mirror", "enqueue the series' mbox instead")
     path = Path(lc.mirror)
     if "://" in lc.mirror or not (path / "git").is_dir():
         raise ConfigError(f"{cfg.path}: [lists.{lc.name}] mirror: {lc.mirror} is no local public-inbox mirror",
@@ -113,17 +114,42 @@ def mirror_path(cfg: BotConfig, lc: ListConfig) -> Path:
     return path
 
 
+Reader = Callable[[int, str], bytes]  # (epoch, commit) of a message the store recorded -> the message, read again
+
+
+def from_mirror(mirror: Path) -> Reader:
+    return lambda epoch, commit: feed.message(mirror, epoch, commit)
+
+
 def read_list(loop: Loop, name: str, mirror: Path, now: float) -> list[str]:
     if loop.fetch:
         feed.fetch(mirror)
     raw, cursor = feed.new_messages(mirror, loop.store.cursor(name))
     new = loop.store.record(name, assemble.read(name, raw, now), cursor)
+    return decide(loop, name, raw, new, from_mirror(mirror), now)
+
+
+def read_lei(loop: Loop, name: str, query: str, now: float) -> list[str]:
+    """A list followed with a lei saved search (lei.py): its maildir in the bot's home, `lei q` the first time and
+    `lei up` after; the files not read before, recorded with the names read in the store."""
+    maildir = loop.cfg.home / "lei" / name
+    if loop.fetch:
+        lei.follow(maildir, query)
+    cursor = lei.Cursor(loop.store, name)
+    raw = lei.new_messages(maildir, cursor.read())
+    new = loop.store.record(name, assemble.read(name, raw, now), {})
+    cursor.mark(raw)
+    return decide(loop, name, raw, new, lambda _epoch, key: lei.message(maildir, key), now)
+
+
+def decide(loop: Loop, name: str, raw: list[feed.RawMail], new: list[Seen], read: Reader, now: float) -> list[str]:
+    """The commands in NEW, and the jobs of the series of list NAME that became ready at NOW."""
     pol = loop.policies.get(name)
     series = assemble.assemble(loop.store.messages(name), now, pol.settle)
     data = {(m.epoch, m.commit): m.data for m in raw}
     out = obey(loop, series, new, data, pol)
     for s in loop.store.save_ready(series, now):
-        out.append(start(loop, s, pol, mirror, now))
+        out.append(start(loop, s, pol, read, now))
     return out
 
 
@@ -149,7 +175,7 @@ def obey(loop: Loop, series: list[Assembled], new: list[Seen], data: Mapping[tup
     return out
 
 
-def start(loop: Loop, s: Assembled, pol: policy.Policy, mirror: Path, now: float) -> str:
+def start(loop: Loop, s: Assembled, pol: policy.Policy, read: Reader, now: float) -> str:
     """The work SERIES (just decided) gets under POL: its jobs submitted (one per stage, and per arch for build and
     guest), the older revision's cancelled."""
     plan = policy.plan(s, pol, now)
@@ -157,7 +183,7 @@ def start(loop: Loop, s: Assembled, pol: policy.Policy, mirror: Path, now: float
     note = f" (supersedes {s.supersedes}: {cancelled} job(s) cancelled)" if s.supersedes else ""
     if plan.action is not policy.Action.RUN:
         return f"{s.key}: {plan.action}: {plan.reason}{note}"
-    path = write_mbox(loop, s, mirror)
+    path = write_mbox(loop, s, read)
     tree = loop.lists()[s.list].tree
     ran = [st for st in plan.stages if st in stages.STAGES and (tree is not None or st not in stages.TREE_STAGES)]
     base = base_of(tree, path) if tree is not None and set(ran) & set(stages.TREE_STAGES) else ""
@@ -180,11 +206,11 @@ def base_of(tree: Path, mbox_path: Path) -> str:
     return git.read(tree, "rev-parse", f"{rev}^{{commit}}").strip()
 
 
-def write_mbox(loop: Loop, s: Assembled, mirror: Path) -> Path:
-    """SERIES' parts, read again from the mirror, as an mbox in the bot's home (named by its content), and kept in the
+def write_mbox(loop: Loop, s: Assembled, read: Reader) -> Path:
+    """SERIES' parts, read again from the feed (READ), as an mbox in the bot's home (named by its content), and kept in the
     jobs table's database for workers on other machines (mboxes.py)."""
     where = {m.msgid: m for m in loop.store.messages(s.list)}
-    data = mbox.write(feed.message(mirror, where[m].epoch, where[m].commit) for m in s.parts)
+    data = mbox.write(read(where[m].epoch, where[m].commit) for m in s.parts)
     Mboxes(loop.bot.jobs.db).put(data)
     path = loop.cfg.home / "mbox" / f"{hashlib.sha256(data).hexdigest()}.mbox"
     path.parent.mkdir(parents=True, exist_ok=True)

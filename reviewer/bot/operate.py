@@ -33,7 +33,8 @@ def _open(cfg: BotConfig) -> Jobs | None:
 def status(cfg: BotConfig, now: float | None = None) -> dict[str, Any]:
     """The bot's status as JSON-able data (docs/bot.md, "Running it")."""
     now = time.time() if now is None else now
-    lists: dict[str, dict[str, Any]] = {name: {"mirror": lc.mirror, "pools": {}} for name, lc in (cfg.lists or {}).items()}
+    lists: dict[str, dict[str, Any]] = {name: {"mirror": lc.mirror or None, "lei": lc.lei or None, "pools": {}}
+                                        for name, lc in (cfg.lists or {}).items()}
     doc: dict[str, Any] = {"config": str(cfg.path), "home": str(cfg.home), "queue": cfg.queue, "lists": lists, "errors": [],
                            "outbox": {"queued": 0, "sent": 0, "failed": 0, "errors": []}, "time": now}
     table = _open(cfg)
@@ -41,7 +42,7 @@ def status(cfg: BotConfig, now: float | None = None) -> dict[str, Any]:
         return doc
     with table:
         for c in table.counts():
-            pools = lists.setdefault(c.list, {"mirror": None, "pools": {}})["pools"]
+            pools = lists.setdefault(c.list, {"mirror": None, "lei": None, "pools": {}})["pools"]
             pool = pools.setdefault(c.pool, {**dict.fromkeys(COUNTED, 0), "oldest_waiting": None})
             pool[c.state] = c.jobs
             if c.state == "queued":
@@ -58,7 +59,8 @@ def text(doc: dict[str, Any]) -> str:
     """DOC (status()) for a person."""
     out = [f"bot {doc['home']} (queue {doc['queue']})"]
     for name, lst in doc["lists"].items():
-        out.append(f"list {name}" + (f" ({lst['mirror']})" if lst["mirror"] else " (not in the configuration)"))
+        source = lst["mirror"] or (f"lei search {lst['lei']}" if lst.get("lei") else "")
+        out.append(f"list {name}" + (f" ({source})" if source else " (not in the configuration)"))
         if not lst["pools"]:
             out.append("  no jobs")
         for pool, n in lst["pools"].items():

@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 STAGES = ("static", "apply", "build", "guest")
 DAY = 86400.0
 # Keys of [lists.NAME] that belong to the bot's configuration (reviewer/bot/config.py), not to its policy.
-CONFIG_KEYS = frozenset({"mirror", "tree"})
+CONFIG_KEYS = frozenset({"mirror", "tree", "lei"})
 _LEVELS = {"error": Level.ERROR, "warning": Level.WARNING}
 
 

@@ -3,6 +3,7 @@ other machines), `enqueue MSGID` and `replay FROM..TO`. loop.py does the work; t
 the consumers. The CLI (reviewer/cli/bot.py) only parses options and prints what these return."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 import signal
@@ -14,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from types import FrameType
 
-from reviewer.bot import assemble, feed, loop, policy
+from reviewer.bot import assemble, feed, loop, metrics, policy
 from reviewer.bot.config import BotConfig
 from reviewer.bot.jobs import Job, Spec
 from reviewer.bot.queue import Workers, consume
-from reviewer.errors import ExitStatus, InputError, ReviewerError, UsageError
+from reviewer.errors import ConfigError, ExitStatus, InputError, ReviewerError, UsageError
 from reviewer.tree import git
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,12 @@ def run(cfg: BotConfig, workers: int, *, once: bool, interval: float = 60.0, say
     lp = loop.Loop(cfg)
     delivery, sender = loop.delivery(cfg, lp.policies)
     stop = threading.Event()
-    pool = Workers(cfg.settings(), lp.pools(), workers) if workers > 0 else None
-    try:
+    with contextlib.ExitStack() as done:
+        done.callback(lp.close)
+        gauges = _metrics(cfg, lp, done, say)
+        pool = Workers(cfg.settings(), lp.pools(), workers) if workers > 0 else None
+        if pool is not None:
+            done.callback(pool.stop)
         with _signals(stop):
             while not stop.is_set():
                 _say(say, loop.tick(lp, clock()))
@@ -63,12 +68,27 @@ def run(cfg: BotConfig, workers: int, *, once: bool, interval: float = 60.0, say
                 _say(say, loop.report(lp, sender, clock()))
                 for row in loop.drain(lp, delivery, clock()):
                     say(f"outbox: {row.kind} {row.key}: {row.state}" + (f" ({row.error})" if row.error else ""))
+                if gauges is not None and cfg.metrics_file is not None:
+                    gauges.write(cfg.metrics_file, clock())
                 if once or stop.wait(interval):
                     break
-    finally:
-        if pool is not None:
-            pool.stop()
-        lp.close()
+
+
+def _metrics(cfg: BotConfig, lp: loop.Loop, done: contextlib.ExitStack, say: Say) -> metrics.Metrics | None:
+    """The metrics `run` publishes (`[bot] metrics_listen`, `metrics_file`), stopped with DONE; None when none is asked."""
+    if cfg.metrics_listen is None and cfg.metrics_file is None:
+        return None
+    gauges = metrics.Metrics(cfg.jobs_url, lp.lists())
+    done.callback(gauges.close)
+    if cfg.metrics_listen is not None:
+        host, port = cfg.metrics_listen
+        try:
+            server = gauges.serve(host, port)
+        except OSError as exc:
+            raise ConfigError(f"{cfg.path}: [bot] metrics_listen: cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+        done.callback(server.close)
+        say(f"metrics: http://{host}:{server.port}/metrics")
+    return gauges
 
 
 def _idle(lp: loop.Loop, stop: threading.Event) -> bool:
@@ -106,7 +126,7 @@ def enqueue_msgid(cfg: BotConfig, msgid: str, list_name: str | None = None, now:
             lp.store.record(name, assemble.read(name, raw, now), {})  # the cursor stays: the messages are known, once
             for s in assemble.assemble(lp.store.messages(name), now, 0.0):
                 if want in (s.root, *s.parts):
-                    return _deliver_new(lp, name, s.key, loop.write_mbox(lp, s, mirror))
+                    return _deliver_new(lp, name, s.key, loop.write_mbox(lp, s, loop.from_mirror(mirror)))
     finally:
         lp.close()
     raise InputError(f"enqueue {msgid}: no series with this Message-ID in the mirrors", "is it a patch or cover letter the mirror has?")
@@ -158,7 +178,7 @@ def _find(cfg: BotConfig, start: str, end: str) -> tuple[str, Path, int]:
 def _replay_tick(lp: loop.Loop, name: str, mirror: Path, now: float, workers: int) -> list[str]:
     pol = lp.policies.get(name)
     series = assemble.assemble(lp.store.messages(name), now, pol.settle)
-    out = [loop.start(lp, s, pol, mirror, now) for s in lp.store.save_ready(series, now)]
+    out = [loop.start(lp, s, pol, loop.from_mirror(mirror), now) for s in lp.store.save_ready(series, now)]
     pool = Workers(lp.cfg.settings(), lp.pools(), max(1, workers))
     try:
         loop.wait_idle(lp, IDLE_TIMEOUT)

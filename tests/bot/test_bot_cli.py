@@ -44,7 +44,7 @@ def test_status_of_a_bot_that_never_ran_creates_nothing(tmp_path: Path) -> None:
     assert f"list netdev ({tmp_path / 'mirrors' / 'netdev'})\n  no jobs\n" in done.stdout
     assert "outbox: 0 queued, 0 sent, 0 failed" in done.stdout
     doc = bot(tmp_path, cfg, "status", "--format", "json").json()
-    assert doc["lists"] == {"netdev": {"mirror": str(tmp_path / "mirrors" / "netdev"), "pools": {}}}
+    assert doc["lists"] == {"netdev": {"mirror": str(tmp_path / "mirrors" / "netdev"), "lei": None, "pools": {}}}
     assert (doc["errors"], doc["outbox"]) == ([], {"queued": 0, "sent": 0, "failed": 0, "errors": []})
     assert not (tmp_path / "state").exists()
 

@@ -12,11 +12,13 @@ from pathlib import Path
 import pytest
 
 from bench._lore import make_inbox
-from reviewer.bot import assemble, lei
+from reviewer.bot import assemble, config, lei, loop, operate
 from reviewer.bot.assemble import Seen
 from reviewer.bot.store import Store
 from reviewer.errors import FetchError
 from tests.bot.mails import mail, series
+
+T = 1_800_000_000.0
 
 LIST = "laptop"
 
@@ -126,3 +128,29 @@ def test_lei_follows_a_real_inbox(tmp_path: Path, lei_env: dict[str, str]) -> No
     lei.follow(md, "s:mm", env=lei_env)  # lei up
     assert msgids(poll(tmp_path, md)) == ["d.2@example.org"]
     assert poll(tmp_path, md) == []
+
+
+def test_the_bot_follows_a_lei_search_and_reviews_its_series(tmp_path: Path, lei_env: dict[str, str],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """`[lists.NAME] lei = QUERY` instead of a mirror: the loop runs lei q, then lei up, reads the maildir in its home,
+    and a series that came through the search is reviewed once; one the search leaves out is not."""
+    for key, value in lei_env.items():
+        monkeypatch.setenv(key, value)  # the bot's lei: the test's HOME and runtime directory
+    inbox = make_inbox(tmp_path / "archive")
+    for m in series("d", "PATCH", "mm: Follow me", 2):
+        inbox.deliver(m)
+    inbox.deliver(mail("other@example.org", "[PATCH] net: Not followed", "body\n"))
+    subprocess.run(["lei", "add-external", str(tmp_path / "archive" / "test")], check=True, capture_output=True, timeout=120)
+    cfg = tmp_path / "bot.toml"
+    cfg.write_text('[bot]\nhome = "state"\n\n[lists.mine]\nlei = "s:mm"\nsettle = 0\n')
+    lp = loop.Loop(config.load(cfg))
+    try:
+        assert loop.tick(lp, T) == ["mine/d.0@example.org: run static: ready"]
+        (job,) = lp.bot.jobs.select()
+        assert (job.list, job.stage) == ("mine", "static") and Path(job.payload["mbox"]).read_bytes().count(b"\nMessage-ID: <d.") == 3
+        inbox.deliver(mail("d.3@example.org", "Re: [PATCH 1/2] mm: part 1", "a reply\n", reply_to="d.1@example.org"))
+        assert loop.tick(lp, T + 60) == []  # lei up brought the reply: no new series, nothing queued again
+        assert sorted(m.msgid for m in lp.store.messages("mine")) == [f"d.{k}@example.org" for k in range(4)]
+    finally:
+        lp.close()
+    assert operate.text(operate.status(config.load(cfg))).splitlines()[1] == "list mine (lei search s:mm)"

@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 import redis
+import requests
+from prometheus_client.parser import text_string_to_metric_families
 
-from bench._lore import Httpd, Inbox, make_inbox, start_httpd
+from bench._lore import Httpd, Inbox, free_port, make_inbox, start_httpd
 from reviewer.bot.jobs import Jobs
 from tests.bot.conftest import clone
 from tests.bot.mails import LIST, mail, series
@@ -141,6 +143,10 @@ def test_enqueue_by_message_id_and_clear_errors(site: Site) -> None:
 
 
 def test_run_stops_on_sigterm_and_leaves_no_process_behind(site: Site) -> None:
+    """... and publishes its metrics meanwhile, on a loopback port and in a file, read by Prometheus' own parser."""
+    port = free_port()
+    site.config.write_text(site.config.read_text().replace('home = "state"', f'home = "state"\nmetrics_listen = "127.0.0.1:{port}"\n'
+                                                                            'metrics_file = "bot.prom"'))
     site.deliver(series("live", "PATCH", "lib: live", 2))
     log = (site.config.parent / "run.log").open("wb")
     proc = subprocess.Popen([sys.executable, "-m", "reviewer", "bot", "--config", str(site.config), "run", "--interval", "1"],
@@ -151,6 +157,11 @@ def test_run_stops_on_sigterm_and_leaves_no_process_behind(site: Site) -> None:
         while not site.smtp.received and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.2)
         assert len(site.smtp.received) == 1, (site.config.parent / "run.log").read_text()
+        scraped = _families(requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10).text)
+        assert scraped["reviewer_bot_jobs"][("static", "done")] == 1 and scraped["reviewer_bot_mails_last_day"][("test",)] >= 0
+        time.sleep(1.5)  # a tick after the mail went: the file has it too
+        written = _families((site.config.parent / "bot.prom").read_text())
+        assert written["reviewer_bot_mails_last_day"][("test",)] == 1 and written["reviewer_bot_jobs"][("static", "done")] == 1
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=60) == 0, (site.config.parent / "run.log").read_text()
         with pytest.raises(ProcessLookupError):
@@ -160,6 +171,15 @@ def test_run_stops_on_sigterm_and_leaves_no_process_behind(site: Site) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         log.close()
+
+
+def _families(text: str) -> dict[str, dict[tuple[str, ...], float]]:
+    """Prometheus' text format read by prometheus_client's parser: per family, the samples' label values -> value."""
+    out: dict[str, dict[tuple[str, ...], float]] = {}
+    for fam in text_string_to_metric_families(text):
+        for s in fam.samples:
+            out.setdefault(s.name, {})[tuple(s.labels.values())] = s.value
+    return out
 
 
 def test_replay_reviews_a_range_again_and_sends_nothing_without_send(site: Site) -> None:
