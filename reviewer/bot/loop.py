@@ -251,7 +251,7 @@ def report_one(loop: Loop, rj: Job, me: str, sender: str, now: float) -> str:
     if not merged.used:
         loop.outbox.put_with_result(rj.id, me, result | {"verdict": "never", "reason": "no stage ended with a result"}, checks, now)
         return f"{s.key}: no mail: no stage ended with a result"
-    sent = [policy.Sent(r.list, str(r.meta.get("author", "")), r.updated) for r in loop.outbox.sent_since(now - policy.DAY)]
+    sent = [policy.Sent(r.list, str(r.meta.get("author", "")), at) for r, at in loop.outbox.mails_since(now - policy.DAY)]
     decision = policy.may_mail(pol, s, merged.levels, sent, now, stopped=loop.store.stops().stopped(s))
     result |= {"verdict": str(decision.verdict), "reason": decision.reason}
     if decision.verdict is policy.Verdict.NEVER:

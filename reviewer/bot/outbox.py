@@ -193,10 +193,19 @@ class Outbox:
             return [Row.of(r) for r in run(f"SELECT {COLUMNS} FROM outbox{where} ORDER BY id", args).fetchall()]
 
     def sent_since(self, since: float) -> list[Row]:
-        """The mails sent at or after SINCE (what the policy's rate limits count)."""
+        """The mails sent at or after SINCE."""
         with self.db.tx() as run:
             rows = run(f"SELECT {COLUMNS} FROM outbox WHERE kind = 'mail' AND state = 'sent' AND updated >= ? ORDER BY id", (since,))
             return [Row.of(r) for r in rows.fetchall()]
+
+    def mails_since(self, since: float) -> list[tuple[Row, float]]:
+        """What the policy's rate limits count: the mails sent at or after SINCE, and those queued (to be sent, at
+        the earliest when they are due), each with its time (sent: when; queued: when it is due)."""
+        with self.db.tx() as run:
+            rows = run(f"SELECT {COLUMNS} FROM outbox WHERE kind = 'mail' AND ((state = 'sent' AND updated >= ?) OR state = 'queued') "
+                       "ORDER BY id", (since,)).fetchall()
+        out = [Row.of(r) for r in rows]
+        return [(r, r.updated if r.state == "sent" else max(r.not_before, r.created)) for r in out]
 
     def counts(self) -> dict[str, int]:
         """How many rows are queued, sent and failed."""

@@ -75,3 +75,41 @@ def test_a_maintainer_named_by_the_policy_may_stop_a_series(tmp_path: Path, inbo
         assert loop.drain(lp, delivery, T) == []
     finally:
         lp.close()
+
+
+def test_the_rate_limit_counts_the_mails_queued_as_well_as_those_sent(tmp_path: Path, inbox: Inbox, delivery: Delivery) -> None:
+    for tag in ("r1", "r2"):
+        for m in series(tag, "PATCH", f"lib: rated {tag}", 2):
+            inbox.deliver(m)
+    lp = _loop(tmp_path, inbox, 'mail = "author"\nmax_mails_per_day = 1\n')
+    try:
+        loop.tick(lp, T)
+        _work(lp)
+        lines = loop.report(lp, BOT, T)  # both reported in one tick, before either mail is sent
+        assert sorted(lines) == ["test/r1.0@example.org: mail queued",
+                                 f"test/r2.0@example.org: mail queued (not before {T + 86400:.0f}: max_mails_per_day = 1 reached)"]
+        assert [r.state for r in loop.drain(lp, delivery, T + 1)] == ["sent"]  # one today, the other tomorrow
+    finally:
+        lp.close()
+
+
+def test_a_rerun_from_the_author_runs_the_stage_again_and_reports_again(tmp_path: Path, inbox: Inbox, delivery: Delivery) -> None:
+    for m in series("rr", "PATCH", "lib: again", 2):
+        inbox.deliver(m)
+    lp = _loop(tmp_path, inbox, 'mail = "author"\n')
+    try:
+        loop.tick(lp, T)
+        _work(lp)
+        assert loop.report(lp, BOT, T) == ["test/rr.0@example.org: mail queued"]
+        inbox.deliver(mail("again@example.org", "Re: [PATCH 0/2] lib: again", "reviewer-bot: rerun static\n", reply_to="rr.0@example.org"))
+        inbox.deliver(mail("x@example.org", "Re: [PATCH 0/2] lib: again", "reviewer-bot: rerun static\n", sender="Eve <eve@example.org>",
+                           reply_to="rr.0@example.org"))
+        lines = loop.tick(lp, T + 60)
+        assert "test/rr.0@example.org: rerun by ann@example.org (again@example.org)" in lines
+        assert any(line.startswith("test/rr.0@example.org: ignored 'rerun static' by eve@example.org: not the author") for line in lines)
+        assert [j.config for j in lp.bot.jobs.select(state="queued")] == ["rerun again@example.org"]  # one rerun, not two
+        _work(lp)
+        assert loop.report(lp, BOT, T + 120) == ["test/rr.0@example.org: mail queued"]  # the rerun's round: its own report
+        assert [r.state for r in loop.drain(lp, delivery, T + 120)] == ["sent", "sent"]
+    finally:
+        lp.close()
