@@ -42,6 +42,7 @@ from reviewer.tree import git
 log = logging.getLogger(__name__)
 REPORT = rounds.REPORT
 NO_BASE = "none (a static review reads no tree)"
+LOOK_BACK = 600.0  # report(): the jobs changed this long before its last look are looked at again (other machines' clocks)
 
 
 @dataclass
@@ -55,11 +56,14 @@ class Loop:
     outbox: Outbox = field(init=False)
     policies: policy.Policies = field(init=False)
 
+    looked: float = field(init=False, default=0.0)  # when report() last looked for ended rounds (0: never)
+
     def __post_init__(self) -> None:
         self.policies = policy.load(self.cfg.path)
         self.store = Store.in_home(self.cfg.home)
         self.bot = Bot(self.cfg.settings())
         self.outbox = Outbox(self.bot.jobs.db)
+        self.bot.jobs.db.create(rounds.INDEXES)
         self.check()
 
     def close(self) -> None:
@@ -224,7 +228,8 @@ def write_mbox(loop: Loop, s: Assembled, read: Reader) -> Path:
 def report(loop: Loop, sender: str, now: float) -> list[str]:
     """The report of every round whose jobs all ended (rounds.due): a `report` job each, claimed and run here (see
     the module's doc)."""
-    for r in rounds.due(loop.bot.jobs):
+    since, loop.looked = max(0.0, loop.looked - LOOK_BACK), time.time()  # the workers' clocks, not the policy's NOW
+    for r in rounds.due(loop.bot.jobs, since):
         loop.bot.jobs.put(Spec(list=r.list, series=r.series, stage=REPORT, config=r.config, payload={"config": r.config}), now)
     out, me = [], worker_name()
     while (rj := loop.bot.jobs.claim(REPORT, me, loop.cfg.settings().lease, now)) is not None:

@@ -28,13 +28,24 @@ class Round:
     config: str
 
 
-def due(jobs: Jobs) -> list[Round]:
-    """The rounds whose jobs all ended and that have no report job yet, oldest first."""
+INDEXES = ("CREATE INDEX IF NOT EXISTS jobs_round ON jobs (list, series, config)",
+           "CREATE INDEX IF NOT EXISTS jobs_updated ON jobs (updated)")
+
+
+def due(jobs: Jobs, since: float = 0.0) -> list[Round]:
+    """The rounds whose jobs all ended and that have no report job yet, oldest first; only those with a job changed
+    at or after SINCE (the caller's last look, less a margin for the workers' clocks): a bot's table holds every
+    series it ever reviewed, and this runs every second."""
     with jobs.db.tx() as run:
-        rows = run(f"""SELECT j.list, j.series, j.config FROM jobs j WHERE j.stage != '{REPORT}' AND NOT EXISTS
-                       (SELECT 1 FROM jobs r WHERE r.stage = '{REPORT}' AND r.list = j.list AND r.series = j.series AND r.config = j.config)
+        rows = run(f"""SELECT j.list, j.series, j.config FROM jobs j
+                       WHERE j.stage != '{REPORT}'
+                       AND (j.list, j.series, j.config) IN
+                           (SELECT list, series, config FROM jobs WHERE updated >= ? AND stage != '{REPORT}')
+                       AND NOT EXISTS (SELECT 1 FROM jobs r WHERE r.stage = '{REPORT}' AND r.list = j.list AND r.series = j.series
+                                       AND r.config = j.config)
                        GROUP BY j.list, j.series, j.config
-                       HAVING SUM(CASE WHEN j.state IN ('queued', 'running') THEN 1 ELSE 0 END) = 0 ORDER BY MIN(j.id)""", ()).fetchall()
+                       HAVING SUM(CASE WHEN j.state IN ('queued', 'running') THEN 1 ELSE 0 END) = 0 ORDER BY MIN(j.id)""",
+                   (since,)).fetchall()
     return [Round(*r) for r in rows]
 
 

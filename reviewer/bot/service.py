@@ -18,6 +18,7 @@ from types import FrameType
 from reviewer.bot import assemble, feed, loop, metrics, policy
 from reviewer.bot.config import BotConfig
 from reviewer.bot.jobs import Job, Spec
+from reviewer.bot.outbox import Delivery
 from reviewer.bot.queue import Workers, consume
 from reviewer.errors import ConfigError, ExitStatus, InputError, ReviewerError, UsageError
 from reviewer.tree import git
@@ -25,6 +26,7 @@ from reviewer.tree import git
 log = logging.getLogger(__name__)
 Say = Callable[[str], None]
 IDLE_TIMEOUT = 3600.0  # --once: the longest it waits for the jobs of its tick
+REPORT_EVERY = 1.0  # seconds between two looks for ended rounds while `run` waits for its next tick
 
 
 class Stopped(ReviewerError):
@@ -65,13 +67,29 @@ def run(cfg: BotConfig, workers: int, *, once: bool, interval: float = 60.0, say
                 _say(say, loop.tick(lp, clock()))
                 if once and pool is not None and not _idle(lp, stop):
                     break
-                _say(say, loop.report(lp, sender, clock()))
-                for row in loop.drain(lp, delivery, clock()):
-                    say(f"outbox: {row.kind} {row.key}: {row.state}" + (f" ({row.error})" if row.error else ""))
+                _report(lp, delivery, sender, say, clock)
                 if gauges is not None and cfg.metrics_file is not None:
                     gauges.write(cfg.metrics_file, clock())
-                if once or stop.wait(interval):
+                if once or _between(lp, delivery, sender, say, clock, stop, interval):
                     break
+
+
+def _report(lp: loop.Loop, delivery: Delivery, sender: str, say: Say, clock: Callable[[], float]) -> None:
+    _say(say, loop.report(lp, sender, clock()))
+    for row in loop.drain(lp, delivery, clock()):
+        say(f"outbox: {row.kind} {row.key}: {row.state}" + (f" ({row.error})" if row.error else ""))
+
+
+def _between(lp: loop.Loop, delivery: Delivery, sender: str, say: Say, clock: Callable[[], float], stop: threading.Event,
+             interval: float) -> bool:
+    """The time until the next tick: the rounds that end meanwhile are reported and sent at once (every REPORT_EVERY
+    seconds: one query when none ended), not a whole interval later. Whether the bot is to stop."""
+    deadline = time.monotonic() + interval
+    while (left := deadline - time.monotonic()) > 0:
+        if stop.wait(min(left, REPORT_EVERY)):
+            return True
+        _report(lp, delivery, sender, say, clock)
+    return stop.is_set()
 
 
 def _metrics(cfg: BotConfig, lp: loop.Loop, done: contextlib.ExitStack, say: Say) -> metrics.Metrics | None:

@@ -78,3 +78,13 @@ def test_a_rerun_replaces_the_result_of_its_stage_and_a_failed_apply_counts_as_a
     assert rounds.merge([old], None).levels == [Level.ERROR]
     merged = rounds.merge([old, new], None)
     assert [j.id for j in merged.used] == [2] and merged.levels == []
+
+
+def test_only_the_rounds_with_a_job_changed_since_the_last_look_are_read(jobs: Jobs) -> None:
+    _run(jobs, Spec(list="l", series="old", stage="static"))  # changed at 3
+    late = Spec(list="l", series="late", stage="static")
+    job, _ = jobs.put(late, now=1)
+    assert jobs.claim("static", W, 60, now=2, job_id=job.id) is not None
+    assert jobs.finish(job.id, W, {}, now=50)
+    assert rounds.due(jobs, since=10) == [rounds.Round("l", "late", "")]  # "old" ended before the look: not read again
+    assert rounds.due(jobs) == [rounds.Round("l", "old", ""), rounds.Round("l", "late", "")]
