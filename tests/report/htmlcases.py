@@ -8,13 +8,15 @@ from pathlib import Path
 
 from reviewer import app
 from reviewer.ktap import Result
-from reviewer.model import BenchResult, BootResult, BuiltStep, BuiltTarget, Review, StageResult, StageStatus, TestRun
+from reviewer.model import BenchResult, BootResult, BuiltStep, BuiltTarget, Finding, Level, Review, StageResult, StageStatus, TestRun
 from reviewer.request import ReviewRequest, SelftestOptions, SourceOptions
 from tests.conftest import FIXTURES, SERIES
 
 DEMO = SERIES / "loongarch-vdso-getrandom-v4.mbox"
 # The first A/A review of bench/false_verdicts.py: the demo's 6 rows, 5 runs a side, as they ran.
 AA_ROWS = FIXTURES / "bench" / "aa-demo-rows.json"
+# Where the run kept its logs, as a user's would read (the page names them; nothing reads them).
+LOGS = Path("/home/you/.local/state/reviewer/logs/20261206T052714Z-24677")
 TEST_OUTPUT = "TAP version 13\n1..1\n# <script>alert(5)</script> the vDSO returned \x1b[2J garbage\nnot ok 1 vdso_test_getrandom\n"
 
 
@@ -36,8 +38,9 @@ def bench_rows() -> tuple[BenchResult, ...]:
     return tuple(out)
 
 
-def with_results(review: Review, logs: Path) -> Review:
-    """REVIEW as if run with --run-tests --build --boot: fixed figures, a failed test with hostile output."""
+def with_results(review: Review, logs: Path = LOGS) -> Review:
+    """REVIEW as if run with --run-tests --build --boot: fixed figures, a failed test with hostile output, and
+    the findings the stages make of them (selftests/stage.py's words)."""
     runs = tuple(TestRun("vDSO:vdso_test_getrandom", tree, env, Result.PASS, secs, where="host 6.1.0-28-amd64 x86_64")
                  for tree, secs in (("base", 0.41), ("patched", 0.43)) for env in ("plain", "timens"))
     failed = (TestRun("vDSO:vdso_test_chacha", "base", "plain", Result.PASS, 0.2, where="host 6.1.0-28-amd64 x86_64"),
@@ -51,5 +54,11 @@ def with_results(review: Review, logs: Path) -> Review:
     boot = BootResult("tcg", logs=consoles, log_dir=str(logs))
     stages = tuple(dataclasses.replace(st, status=StageStatus.OK, detail=f"4 tests, 12 runs; output in {logs / 'selftests'}")
                    if st.name == "selftests" else st for st in review.stages)
-    return dataclasses.replace(review, selftests=(*runs, *failed), benchmarks=bench_rows(), builds=(build,), boot=boot,
-                               stages=stages or (StageResult("selftests", StageStatus.OK, 1.0, f"output in {logs}"),))
+    rows = bench_rows()
+    slow = rows[-1]
+    assert slow.ratio is not None and slow.base is not None and slow.patched is not None and slow.verdict is not None
+    found = (Finding("selftests", Level.ERROR, "vDSO:vdso_test_chacha fails on the patched tree (plain), pass on base: exit 1"),
+             Finding("benchmarks", Level.WARNING, f"{slow.name} [{slow.metric}] is {slow.ratio:.2f}x slower on the patched tree "
+                     f"({slow.env}): {slow.base:.3f}s -> {slow.patched:.3f}s (medians, threshold 1.25x; {slow.verdict.test})"))
+    return dataclasses.replace(review, findings=(*review.findings, *found), selftests=(*runs, *failed), benchmarks=rows, builds=(build,),
+                               boot=boot, stages=stages or (StageResult("selftests", StageStatus.OK, 1.0, f"output in {logs}"),))

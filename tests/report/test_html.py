@@ -21,7 +21,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[Review, s
     repo = root / "linux"
     build_base_repo(FIXTURES / "kernel-mini", repo)
     demo = htmlcases.reviewed(htmlcases.DEMO, repo)
-    results = htmlcases.with_results(demo, root / "logs")
+    results = htmlcases.with_results(demo)
     hostile = htmlcases.reviewed(gitseries.html_hostile(repo, root / "hostile.mbox"), repo)
     return {name: (r, html.page(r)) for name, r in (("demo", demo), ("results", results), ("hostile", hostile))}
 

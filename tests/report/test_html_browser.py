@@ -52,7 +52,7 @@ def reviews(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Review]:
     repo = root / "linux"
     build_base_repo(FIXTURES / "kernel-mini", repo)
     demo = htmlcases.reviewed(htmlcases.DEMO, repo)
-    return {"demo": demo, "results": htmlcases.with_results(demo, root / "logs"),
+    return {"demo": demo, "results": htmlcases.with_results(demo),
             "hostile": htmlcases.reviewed(gitseries.html_hostile(repo, root / "hostile.mbox"), repo)}
 
 
