@@ -27,6 +27,7 @@ from reviewer.series.lore import DEFAULT_URL
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 TEMPLATES = Path(__file__).parent / "templates"
 _OUTPUT_LINES = 40  # a test's output: its last lines, the rest is in its log
+_HUNK_LINES = 12  # the hunk git am could not place: its first lines
 _BASE_FROM = {"trailer": "the series' base-commit: line", "option": "--base", "head": "the tree's HEAD (no usable base-commit: line)",
               "guess": "guessed from the patches' pre-image blobs"}
 _LEVELS = {Level.ERROR: ("Errors", "Error"), Level.WARNING: ("Warnings", "Warning"), Level.INFO: ("Infos", "Info")}
@@ -83,7 +84,7 @@ def _context(review: Review, archive: str) -> dict[str, Any]:
         "link": functools.partial(lore, archive), "base_from": _base_from(review),
         "patches": _patches(review), "findings": _findings(review), "counts": Counter(str(f.level) for f in review.findings),
         "shape": _shape(review), "tests": _tests(review), "benchmarks": [_bench(review, b) for b in review.benchmarks],
-        "logs": _logs(review), "total": s.total if s else 0,
+        "logs": _logs(review), "total": s.total if s else 0, "stopped": _stopped(review),
     }
 
 
@@ -139,6 +140,20 @@ def _quote(f: Finding, p: Patch | None) -> list[Quoted]:
     if lines is None:
         return [Quoted("out", ln) for ln in f.quote]
     return [Quoted("@" if i == 0 or ln.startswith("@@ ") else ln[:1] or " ", ln) for i, ln in enumerate(lines)]
+
+
+def _stopped(review: Review) -> tuple[list[Quoted], list[str]]:
+    """Where git am stopped: the hunk it could not place (its first lines), and git's own words."""
+    failed = order.failure(review)
+    if failed is None or review.series is None:
+        return [], []
+    p = next((p for p in review.series.patches if p.index == failed.patch.index), None)
+    change = next((c for c in p.files if failed.path in (c.path, c.old_path)), None) if p is not None else None
+    hunk = next((h for h in change.hunks if h.header.startswith(failed.hunk)), None) if change and failed.hunk else None
+    if change is None or hunk is None:
+        return [], [ln for ln in failed.output if ln]
+    lines = [Quoted(ln.kind, f"{ln.kind}{ln.text}") for ln in hunk.lines[:_HUNK_LINES]]
+    return [Quoted("@", replybody.diff_line(change)), Quoted("@", hunk.header), *lines], [ln for ln in failed.output if ln]
 
 
 @dataclass(frozen=True)

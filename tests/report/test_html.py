@@ -108,3 +108,15 @@ def test_the_chart_starts_at_zero_and_draws_the_threshold() -> None:
 def test_a_side_without_runs_draws_none() -> None:
     c = chart.chart(BenchResult.of("bench", "plain", "vdso", "s", [1.0], [], 1), 1.25)
     assert [m.side for m in c.marks] == ["base"] and [m.label for m in c.medians] == ["base"]
+
+
+def test_where_git_am_stopped(tmp_path: Path) -> None:
+    repo = tmp_path / "linux"
+    build_base_repo(FIXTURES / "kernel-mini", repo)
+    page = html.page(htmlcases.reviewed(gitseries.not_applying(repo, tmp_path / "na.mbox"), repo))
+    assert "The series does not apply to 6bbeb48ebf41: patch 2/3 fails on arch/x86/entry/vdso/vdso.lds.S." in page
+    hunk = re.search(r'<pre class="quote" id="stopped">(.*?)</pre>', page, re.S)
+    assert hunk is not None and '<span class="hdr">@@ -22,7 +22,7 @@ VERSION {</span>' in hunk[1]
+    assert '<span class="add">+\t\t__vdso_getrandom_v3;</span>' in hunk[1]
+    said = re.search(r'<pre class="quote" id="git-said">(.*?)</pre>', page, re.S)
+    assert said is not None and "CONFLICT (content): Merge conflict in arch/x86/entry/vdso/vdso.lds.S" in said[1]
