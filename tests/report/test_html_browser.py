@@ -30,11 +30,15 @@ WIDTH = 1280
 
 
 @pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if not Path(CHROMIUM).is_file():
         pytest.skip("needs Debian's chromium (./dev deps installs it)")
+    # Started before the hermetic fixture gives each test its HOME: chromium gets one of its own (it keeps its
+    # crash reports under ~/.config/chromium; Playwright gives it a temporary profile for the rest).
+    home = tmp_path_factory.mktemp("chromium-home")
+    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
     with playwright.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM)
+        chromium = pw.chromium.launch(executable_path=CHROMIUM, env=env)
         yield chromium
         chromium.close()
 
