@@ -45,7 +45,7 @@ def rules_command(
 @sub_app.command("demo", cls=WideHelp, help="Run the whole pipeline offline on the bundled demo series and kernel-shaped tree.")
 def demo_command(*, fmt: FormatOpt = formats.DEFAULT, debug: DebugOpt = False, color: ColorOpt = None) -> None:
     if formats.FORMATS[fmt].reads_message:
-        raise UsageError(f"review demo --format {fmt}: the demo reports as terminal or json")
+        raise UsageError(f"review demo --format {fmt}: the demo reports as terminal, json or html")
 
     with demo_mod.prepared() as (mbox, tree):
         # The bundled series is ours, so its selftests run; the benchmark is shortened (the

@@ -71,9 +71,9 @@ def _refused(why: str, param: ClickParameter, ctx: ClickContext, hint: str) -> t
 
 HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}  # -h as git and b4 have it (a subcommand's context inherits it)
 FormatOpt = Annotated[str, typer.Option("--format", "-f", metavar="FORMAT", click_type=TyperChoice(tuple(formats.FORMATS)),
-                                           help="terminal (rich), json (one document on stdout), b4-check (b4 review's check JSON) or "
-                                                "checkpatch (lines for b4 prep --check); the last two read one message "
-                                                "on stdin (TARGET -).")]
+                                           help="terminal (rich), json (one document on stdout), html (one self-contained page), "
+                                                "b4-check (b4 review's check JSON) or checkpatch (lines for b4 prep --check); the last "
+                                                "two read one message on stdin (TARGET -).")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show b4's log and full tracebacks.")]
 ColorOpt = Annotated[bool | None, typer.Option("--color/--no-color",
                                                help="Force colour on or off (default: when stdout is a terminal and NO_COLOR is not set).")]

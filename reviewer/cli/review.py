@@ -153,6 +153,9 @@ def main_command(  # keyword-only: typer passes every option by name
     checkpatch_strict: Annotated[bool, typer.Option("--checkpatch-strict",
                                                     help="Run checkpatch.pl --strict (its CHECK reports, as info).")] = False,
     codespell: Annotated[bool, typer.Option("--codespell", help="Run checkpatch.pl --codespell (needs the codespell dictionary).")] = False,
+    html: Annotated[Path | None, typer.Option("--html", metavar="FILE",
+                                              help="Also write the review as one self-contained HTML page to FILE, beside "
+                                                   "what --format prints (--format html prints it on stdout).")] = None,
     reply: Annotated[str | None, typer.Option("--reply", metavar="FILE",
                                               help="Write a reply mail (RFC 2822) to FILE, - for stdout; with --per-patch "
                                                    "an mbox of several.")] = None,
@@ -184,7 +187,7 @@ def main_command(  # keyword-only: typer passes every option by name
                                                  help="Print the version and exit.")] = False,
 ) -> None:
     output = formats.FORMATS[fmt]
-    _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run))
+    _preflight(_Preflight(repo, tree, tuple(rules or ()), lore_url, reply, send, yes or dry_run, html))
     cwd = (repo or Path.cwd()).resolve()
     outgoing = replies.Outgoing(reply, reply_policy, replies.trailers(trailer or []), per_patch, send, yes, dry_run,
                                 replies.in_reply_to(in_reply_to), infos=reply_infos)
@@ -215,6 +218,9 @@ def main_command(  # keyword-only: typer passes every option by name
         replies.deliver(msgs, outgoing, cwd, mailer.transport, confirm=_confirm)
     else:
         formats.render(fmt, done.review, style)
+    if html is not None:
+        formats.write_page(done.review, html)
+        print(f"review: HTML page written to {html}", file=sys.stderr)
     exit_for(done, strict=strict)
 
 
@@ -229,6 +235,7 @@ class _Preflight:
     reply: str | None
     send: bool
     no_question: bool  # --yes or --dry-run: --send will not ask
+    html: Path | None = None  # --html FILE
 
 
 def _preflight(p: _Preflight) -> None:
@@ -247,6 +254,10 @@ def _preflight(p: _Preflight) -> None:
         raise UsageError(f"--lore-url {p.lore_url!r}: expected an http:// or https:// URL", "e.g. --lore-url https://lore.kernel.org/all/")
     if p.reply not in (None, "-"):
         replies.writable(Path(p.reply))
+    if p.html is not None:
+        if str(p.html) == "-":
+            raise UsageError("--html writes a file; the page on standard output is --format html", "e.g. --html review.html")
+        replies.writable(p.html, "--html")
     if p.send and not p.no_question and not sys.stdin.isatty():
         raise ConfigError("--send asks for confirmation, and standard input is not a terminal", "add --yes to send without asking")
 

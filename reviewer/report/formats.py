@@ -2,7 +2,7 @@
 
 `--format`'s choices and its checks come from FORMATS; a new format is one entry here (its module in
 report/) and its test. The terminal report is imported when it is used, so the JSON and b4 formats never
-load rich (docs/design.md, "Imports kept lazy").
+load rich, and only the HTML page loads jinja2 (docs/design.md, "Imports kept lazy").
 """
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from reviewer.model import Review
 from reviewer.progress import QUIET, Display, Progress
@@ -65,6 +66,14 @@ def _json(review: Review, _style: Style) -> None:
     sys.stdout.flush()
 
 
+def _html(review: Review, _style: Style) -> None:
+    """The page (report/html.py); jinja2 is loaded only for it."""
+    from reviewer.report import html
+
+    sys.stdout.write(html.page(review))
+    sys.stdout.flush()
+
+
 def _b4_check(review: Review, style: Style) -> None:
 
     sys.stdout.write(json.dumps(b4check.results(list(review.findings), strict=style.strict), indent=2) + "\n")
@@ -80,6 +89,7 @@ def _checkpatch(review: Review, _style: Style) -> None:
 FORMATS: dict[str, OutputFormat] = {f.name: f for f in (
     OutputFormat("terminal", _terminal, shows_progress=True),
     OutputFormat("json", _json),  # one document on stdout (docs/json-schema.md)
+    OutputFormat("html", _html),  # one self-contained page (docs/html.md)
     OutputFormat("b4-check", _b4_check, reads_message=True),  # b4 review's check protocol: a JSON array
     OutputFormat("checkpatch", _checkpatch, reads_message=True),  # checkpatch-style lines, for b4 prep --check
 )}
@@ -89,6 +99,13 @@ DEFAULT = "terminal"
 def render(name: str, review: Review, style: Style | None = None) -> None:
     """REVIEW written on stdout in the format NAME (one of FORMATS)."""
     FORMATS[name].render(review, style or Style())
+
+
+def write_page(review: Review, path: Path) -> None:
+    """--html FILE: REVIEW as the HTML page (report/html.py), whatever --format prints."""
+    from reviewer.report import html
+
+    path.write_text(html.page(review), encoding="utf-8")
 
 
 def progress(name: str, *, color: bool | None) -> Progress:

@@ -102,12 +102,12 @@ def in_reply_to(text: str | None) -> str | None:
     return ref.msgid
 
 
-def writable(path: Path) -> None:
-    """--reply FILE can be written, tried rather than guessed (root passes every access() test): an
+def writable(path: Path, option: str = "--reply") -> None:
+    """OPTION's FILE (--reply, --html) can be written, tried rather than guessed (root passes every access() test): an
     existing file is opened for appending and nothing written; a new one is made and removed again."""
-    hint = "give a file in a writable directory, or --reply - for standard output"
+    hint = "give a file in a writable directory" + (", or --reply - for standard output" if option == "--reply" else "")
     if path.is_dir():
-        raise ConfigError(f"--reply {path}: is a directory", hint)
+        raise ConfigError(f"{option} {path}: is a directory", hint)
     try:
         if path.exists():
             with path.open("ab"):
@@ -116,7 +116,7 @@ def writable(path: Path) -> None:
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
             path.unlink()
     except OSError as exc:
-        raise ConfigError(f"--reply {path}: cannot write it: {exc.strerror or exc}", hint) from exc
+        raise ConfigError(f"{option} {path}: cannot write it: {exc.strerror or exc}", hint) from exc
 
 
 def prepare(review: Review, out: Outgoing, sender: str, say: Say = _stderr) -> list[EmailMessage]:

@@ -127,15 +127,28 @@ def quote_lines(f: Finding, p: Patch) -> list[str]:
     """The lines F is about, quoted (`> `): the trailer block for a trailer fact; else its own quote, the
     hunk lines near its line, or the file's first change; tool output (no file of the patch) indented."""
     if trailer(f):
-        return _quoted(p.message.strip().split("\n\n")[-1].splitlines()[-_MAX_QUOTE:]) if p.message.strip() else []
+        return _quoted(trailer_block(p))
+    lines = patch_lines(f, p)
+    return verbatim(f.quote) if lines is None else _quoted(lines)
+
+
+def trailer_block(p: Patch) -> list[str]:
+    """The last lines of P's commit message's last paragraph: its trailer block."""
+    return p.message.strip().split("\n\n")[-1].splitlines()[-_MAX_QUOTE:] if p.message.strip() else []
+
+
+def patch_lines(f: Finding, p: Patch) -> list[str] | None:
+    """The diff lines F is about, unquoted: the file's `diff --git` line, the hunk header, then F's own quote,
+    the lines near F's line, or the file's first change. None when F names no file of P with hunks (its quote,
+    if any, is a tool's output). Raw text: each medium escapes it (the diff line is already as git quotes it)."""
     change = next((c for c in p.files if c.path == f.path), None)
     if change is None or not change.hunks:
-        return verbatim(f.quote)
+        return None
     head = [diff_line(change)]
     if f.quote:
         hunk = _hunk_with(change, f.quote[0])
-        return _quoted(head + ([hunk.header] if hunk else []) + list(f.quote))
-    return _quoted(head + _around(change, f.line))
+        return head + ([hunk.header] if hunk else []) + list(f.quote)
+    return head + _around(change, f.line)
 
 
 def diff_line(change: FileChange) -> str:

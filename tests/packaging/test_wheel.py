@@ -149,13 +149,15 @@ def test_the_wheel_carries_the_rules_and_only_the_demo_fixtures(venv: Path, tmp_
     data = sorted(n for n in names if not n.endswith(".py") and ".dist-info/" not in n)
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
     assert data == sorted([*(f"reviewer/rules/shipped/{n}" for n in [*rules, "README.md"]),
-                           f"reviewer/demo_data/{DEMO_MBOX}", "reviewer/demo_data/kernel-mini.tar", "reviewer/kernel/guest_init.c"])
+                           f"reviewer/demo_data/{DEMO_MBOX}", "reviewer/demo_data/kernel-mini.tar", "reviewer/kernel/guest_init.c",
+                           "reviewer/report/templates/review.html"])
     assert not [n for n in names if n.startswith(("fixtures/", "rules/", "tests/"))]
     with zipfile.ZipFile(wheel) as zf:
         for name in rules + ["README.md"]:
             assert zf.read(f"reviewer/rules/shipped/{name}") == (ROOT / "rules" / name).read_bytes()
         assert zf.read(f"reviewer/demo_data/{DEMO_MBOX}") == (FIXTURES / "series" / DEMO_MBOX).read_bytes()
         assert zf.read("reviewer/kernel/guest_init.c") == (ROOT / "reviewer" / "kernel" / "guest_init.c").read_bytes()
+        assert zf.read("reviewer/report/templates/review.html") == (ROOT / "reviewer/report/templates/review.html").read_bytes()
         (tmp_path / "t.tar").write_bytes(zf.read("reviewer/demo_data/kernel-mini.tar"))
     # The tar holds the demo tree as git records it: every file, its mode, the symlink as a symlink.
     tree = FIXTURES / "kernel-mini"
@@ -169,6 +171,12 @@ def test_the_wheel_carries_the_rules_and_only_the_demo_fixtures(venv: Path, tmp_
                                          os.readlink(p) if p.is_symlink() else "")
               for p in tree.rglob("*")}
     assert members == walked
+
+
+def test_the_html_page_from_the_wheel(venv: Path, outside: tuple[Path, dict[str, str]]) -> None:
+    """The page's template is package data: the wheel's review finds it (and jinja2) outside the clone."""
+    out = review(venv / "bin", [str(FIXTURES / "series" / DEMO_MBOX), "--format", "html"], outside)
+    assert out.startswith("<!DOCTYPE html>") and "No errors or warnings; the series was not applied." in out
 
 
 def test_review_rules_lists_the_shipped_rules_from_the_package(venv: Path, outside: tuple[Path, dict[str, str]]) -> None:

@@ -5,6 +5,7 @@ exported with `git format-patch`, never written by hand.
   written on top of a commit that is not in the base), so git am stops at 2/3 on that file.
 - `hostile`: one patch whose file names, subject and author name hold a newline, a forged
   `Reviewed-by:` (the reviewer's own name) and ESC[2J, as an attacker would send them.
+- `html_hostile`: one patch whose subject, author and file name are HTML that would run a script.
 """
 from __future__ import annotations
 
@@ -75,6 +76,24 @@ def hostile(repo: Path, dest: Path) -> Path:
     _git(repo, "checkout", "-q", "-b", "hostile")
     code = "// SPDX-License-Identifier: GPL-2.0\nint x;\n"
     _commit(repo, {NEWLINE_NAME: code, ESC_NAME: code}, ESC_SUBJECT, author=ESC_AUTHOR)
+    mbox = _export(repo, base, "HEAD", dest)
+    _git(repo, "checkout", "-q", "master")
+    return mbox
+
+
+# Issue 33: markup where a page would run it, were it not escaped. A subject that opens an element with a handler and
+# closes a <script> the page might have, a file name that closes an attribute and opens an <svg>, an author that opens
+# a <b> with a handler, and a right-to-left override (U+202E) that would turn the rest of the subject around.
+HTML_SUBJECT = "vdso: <img src=x onerror=alert(1)> </script><script>alert(2)</script> \u202egnp.exe"
+HTML_NAME = 'lib/vdso/"><svg onload=alert(3)>.c'
+HTML_AUTHOR = "Mallory <b onmouseover=alert(4)>"
+
+
+def html_hostile(repo: Path, dest: Path) -> Path:
+    """One patch whose subject, author and file name are markup; REPO is left at its base."""
+    base = _git(repo, "rev-parse", "HEAD").strip()
+    _git(repo, "checkout", "-q", "-b", "html-hostile")
+    _commit(repo, {HTML_NAME: "// SPDX-License-Identifier: GPL-2.0\nint y;\n"}, HTML_SUBJECT, author=HTML_AUTHOR)
     mbox = _export(repo, base, "HEAD", dest)
     _git(repo, "checkout", "-q", "master")
     return mbox

@@ -1,9 +1,10 @@
-"""Golden reports: the JSON document and the terminal text for fixed inputs.
+"""Golden reports: the JSON document, the terminal text and the HTML page for fixed inputs.
 
 Regenerate with `./dev test tests/report --update-golden` and review the diff.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -11,8 +12,8 @@ import pytest
 from rich.console import Console
 
 from reviewer.pipeline import review
+from reviewer.report import html, terminal
 from reviewer.report import json as json_report
-from reviewer.report import terminal
 from reviewer.request import ReviewRequest, SourceOptions
 from tests.conftest import SERIES
 
@@ -57,3 +58,14 @@ def test_json_golden(name: str, request: pytest.FixtureRequest) -> None:
 @pytest.mark.parametrize("name", ["demo-v4", "missing-2of3"])
 def test_terminal_golden(name: str, request: pytest.FixtureRequest) -> None:
     _compare(GOLDEN / f"{name}.txt", _terminal(name), update=request.config.getoption("--update-golden"))
+
+
+def _html(name: str) -> str:
+    result = _review(name)
+    stages = tuple(dataclasses.replace(st, seconds=0.0) for st in result.stages)  # timings vary; everything else must not
+    return html.page(dataclasses.replace(result, stages=stages))
+
+
+@pytest.mark.parametrize("name", ["demo-v4", "missing-2of3"])
+def test_html_golden(name: str, request: pytest.FixtureRequest) -> None:
+    _compare(GOLDEN / f"{name}.html", _html(name), update=request.config.getoption("--update-golden"))

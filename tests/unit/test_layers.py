@@ -174,6 +174,7 @@ def test_the_rule_keeps_bot_on_top(tmp_path: Path) -> None:
 # docs/design.md, "Imports kept lazy": what may be imported inside a function, because a run that does not need it
 # would measurably pay for it at start-up. Everything else is imported at the top of the module.
 LAZY = ("scipy", "numpy", "git", "reviewer.tree.repo", "rich", "typer.rich_utils", "reviewer.report.terminal", "reviewer.report.pager",
+        "reviewer.report.html", "jinja2",
         "reviewer.selftests", "reviewer.boot", "reviewer.compile", "reviewer.kernelscripts", "reviewer.kernel",
         "reviewer.apply.cache", "reviewer.apply.worktree", "reviewer.store.results", "reviewer.bot", "psycopg")
 

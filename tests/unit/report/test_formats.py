@@ -40,7 +40,13 @@ def _checkpatch(out: str, _review: Review) -> None:
     assert any("spdx-header/style" in line for line in out.splitlines()), out
 
 
-EXPECT = {"terminal": _terminal, "json": _json, "b4-check": _b4_check, "checkpatch": _checkpatch}
+def _html(out: str, review: Review) -> None:
+    from reviewer.report import html
+
+    assert out == html.page(review) and out.startswith("<!DOCTYPE html>") and "spdx-header/style" in out
+
+
+EXPECT = {"terminal": _terminal, "json": _json, "html": _html, "b4-check": _b4_check, "checkpatch": _checkpatch}
 
 
 def test_every_format_has_its_test() -> None:
