@@ -13,6 +13,7 @@ together (Outbox.put_with_result) and a crash between them leaves the report job
 """
 from __future__ import annotations
 
+import dataclasses
 import email.utils
 import hashlib
 import logging
@@ -24,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from reviewer.bot import assemble, commands, etiquette, feed, lei, patchwork, policy, rounds, stages
-from reviewer.bot.assemble import Assembled, Seen
+from reviewer.bot.assemble import Assembled, Readiness, Seen
 from reviewer.bot.config import BotConfig, ListConfig
 from reviewer.bot.jobs import Job, Spec, pool_for
 from reviewer.bot.mboxes import Mboxes
@@ -42,6 +43,7 @@ from reviewer.tree import git
 log = logging.getLogger(__name__)
 REPORT = rounds.REPORT
 NO_BASE = "none (a static review reads no tree)"
+INCOMPLETE = "incomplete"  # the config of the jobs of a series decided incomplete
 LOOK_BACK = 600.0  # report(): the jobs changed this long before its last look are looked at again (other machines' clocks)
 
 
@@ -192,10 +194,13 @@ def start(loop: Loop, s: Assembled, pol: policy.Policy, read: Reader, now: float
     ran = [st for st in plan.stages if st in stages.STAGES and (tree is not None or st not in stages.TREE_STAGES)]
     base = base_of(tree, path) if tree is not None and set(ran) & set(stages.TREE_STAGES) else ""
     payload = {"mbox": str(path), "mbox_sha256": path.stem, "series": s.key, "stages": list(ran), "arches": list(plan.arches)}
+    config = INCOMPLETE if s.state is Readiness.INCOMPLETE else ""  # its own round: the complete series, if it comes, has another
     for stage in ran:
-        more = {"tree": str(tree)} if stage in stages.TREE_STAGES else {}
+        more: dict[str, object] = {"tree": str(tree)} if stage in stages.TREE_STAGES else {}
+        more |= {"bench_runs": pol.bench_runs} if stage == "guest" else {}
         for arch in plan.arches if stage in stages.ARCH_STAGES else ("",):
-            loop.bot.submit(Spec(list=s.list, series=s.key, stage=stage, arch=arch, base=base if more else "", payload=payload | more))
+            loop.bot.submit(Spec(list=s.list, series=s.key, stage=stage, arch=arch, config=config, base=base if more else "",
+                                 payload=payload | more))
     skipped = [st for st in plan.stages if st not in ran]
     later = f"; not run: {', '.join(skipped)} (no tree configured for the list)" if skipped else ""
     return f"{s.key}: run {', '.join(ran)}: {plan.reason}{note}{later}"
@@ -250,6 +255,8 @@ def report_one(loop: Loop, rj: Job, me: str, sender: str, now: float) -> str:
     series = build_series(read_mbox(Path(jobs[0].payload["mbox"])), "bot")
     merged = rounds.merge(jobs, series)
     pol = loop.policies.get(rj.list)
+    if rj.config == INCOMPLETE:  # decided before its missing parts came (if they ever do): never mailed, whatever s is now
+        s = dataclasses.replace(s, state=Readiness.INCOMPLETE)
     checks = patchwork_checks(pol, rj, merged, series)
     result: dict[str, Any] = {"jobs": [j.id for j in merged.used], "failed": {pool_name(j): j.error for j in merged.failed},
                               "checks": len(checks)}

@@ -73,6 +73,7 @@ class Policy:
     threshold: Level = Level.WARNING
     ignore_from: tuple[str, ...] = ()  # addresses, or regexes (`re.fullmatch`, case folded) of senders to ignore
     settle: float = 1800.0
+    bench_runs: int = 0  # the guest stage's benchmark runs a side (review --bench-runs); 0: the tests only
     maintainers: tuple[str, ...] = ()  # addresses whose commands count, beside MAINTAINERS of the touched files
 
     def ignores(self, sender: str) -> bool:
@@ -163,6 +164,7 @@ _READERS: dict[str, _Reader] = {
     "threshold": lambda p, n, v: {"threshold": _LEVELS[_choice(p, n, "threshold", v, _LEVELS)]},
     "ignore_from": lambda p, n, v: {"ignore_from": _regexes(p, n, _str_list(p, n, "ignore_from", v))},
     "settle": lambda p, n, v: {"settle": _number(p, n, "settle", v)},
+    "bench_runs": lambda p, n, v: {"bench_runs": int(_number(p, n, "bench_runs", v, integer=True))},
     "maintainers": lambda p, n, v: {"maintainers": tuple(a.lower() for a in _str_list(p, n, "maintainers", v))},
 }
 KEYS = frozenset(_READERS)

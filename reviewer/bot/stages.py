@@ -10,7 +10,7 @@ Each stage is one `review` of the job's mbox (payload "mbox"), offline, asked fo
   chooses (the series' base-commit, else one guessed from its blobs, else the tree's HEAD); the tree's checkpatch.pl;
 - build (pool build-ARCH): as apply, and built patch by patch for the job's arch (`--build --arch ARCH`);
 - guest (pool guest-ARCH): as apply, and the relevant selftests run base and patched in a guest of the job's
-  arch (`--run-tests --run-on vm --arch ARCH`).
+  arch (`--run-tests --run-on vm --arch ARCH --bench-runs N`, N the list's `bench_runs`, 0 by default).
 
 apply, build and guest run `python -m reviewer ... --format json` as a child in a process group of its own: when
 the event is set (the job cancelled by a new revision, its lease lost, the worker stopping, the stage's timeout)
@@ -67,7 +67,8 @@ def build(job: Job, stopped: threading.Event) -> Mapping[str, Any]:
 
 def guest(job: Job, stopped: threading.Event) -> Mapping[str, Any]:
     """The review applied, and its relevant selftests run base and patched in a guest of the job's architecture."""
-    return review(job, stopped, ("--run-tests", "--run-on", "vm", "--arch", job.arch))
+    runs = str(job.payload.get("bench_runs", 0))
+    return review(job, stopped, ("--run-tests", "--run-on", "vm", "--arch", job.arch, "--bench-runs", runs))
 
 
 def review(job: Job, stopped: threading.Event, extra: Sequence[str]) -> Mapping[str, Any]:

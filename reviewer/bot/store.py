@@ -94,14 +94,18 @@ class Store:
         return [Seen(facts_from(json.loads(f)), listname, float(t), int(e), str(c)) for e, c, t, f in rows]
 
     def save_ready(self, series: Sequence[Assembled], now: float) -> list[Assembled]:
-        """The ready (or settled incomplete) SERIES not recorded before, recorded now: each is decided once."""
+        """The ready (or settled incomplete) SERIES not recorded before, recorded now: each is decided once, but for a
+        series decided incomplete whose missing parts came later (held in a moderation queue, say): it is decided
+        again, once, as ready."""
         new = []
         with self._tx() as c:
             for s in series:
                 if s.state is Readiness.WAITING:
                     continue
                 c.execute("INSERT INTO series (key, list, identity, revision, state, duplicate_of, supersedes, ready_at, detail)"
-                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO NOTHING",
+                          " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (key) DO UPDATE SET state = excluded.state,"
+                          " ready_at = excluded.ready_at, detail = excluded.detail"
+                          " WHERE series.state = 'incomplete' AND excluded.state = 'ready'",
                           (s.key, s.list, s.identity, s.revision, s.state.value, s.duplicate_of, s.supersedes, now,
                            json.dumps(dataclasses.asdict(s))))
                 if c.rowcount == 1:

@@ -20,7 +20,8 @@ BOT = "reviewer-bot <bot@example.org>"
 
 def _loop(tmp_path: Path, inbox: Inbox, policy: str) -> loop.Loop:
     path = tmp_path / "bot.toml"
-    path.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = "{inbox.root / INBOX}"\nsettle = 0\nquiet_on_clean = false\n{policy}')
+    settle = "" if "settle" in policy else "settle = 0\n"
+    path.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = "{inbox.root / INBOX}"\n{settle}quiet_on_clean = false\n{policy}')
     return loop.Loop(config.load(path), fetch=False)
 
 
@@ -111,5 +112,26 @@ def test_a_rerun_from_the_author_runs_the_stage_again_and_reports_again(tmp_path
         _work(lp)
         assert loop.report(lp, BOT, T + 120) == ["test/rr.0@example.org: mail queued"]  # the rerun's round: its own report
         assert [r.state for r in loop.drain(lp, delivery, T + 120)] == ["sent", "sent"]
+    finally:
+        lp.close()
+
+
+def test_a_series_whose_missing_part_comes_late_is_reviewed_again_complete_and_mailed_once(tmp_path: Path, inbox: Inbox,
+                                                                                              delivery: Delivery) -> None:
+    parts = series("late", "PATCH", "lib: held in moderation", 3)
+    for m in (parts[0], parts[1], parts[3]):
+        inbox.deliver(m)
+    lp = _loop(tmp_path, inbox, 'mail = "author"\nsettle = 60\n')
+    try:
+        assert loop.tick(lp, T) == []  # waiting for part 2
+        assert loop.tick(lp, T + 100) == ["test/late.0@example.org: run static: incomplete (parts 2 missing): static only, never mailed"]
+        _work(lp)
+        assert loop.report(lp, BOT, T + 100) == ["test/late.0@example.org: no mail: incomplete series are never mailed"]
+        inbox.deliver(parts[2])  # an hour later, out of the moderation queue
+        assert loop.tick(lp, T + 3700) == ["test/late.0@example.org: run static: ready"]
+        _work(lp)
+        assert loop.report(lp, BOT, T + 3700) == ["test/late.0@example.org: mail queued"]
+        assert [r.state for r in loop.drain(lp, delivery, T + 3700)] == ["sent"]
+        assert loop.tick(lp, T + 4000) == [] and loop.report(lp, BOT, T + 4000) == []  # decided complete once
     finally:
         lp.close()

@@ -33,6 +33,7 @@ quiet_on_clean = false
 threshold = "error"
 ignore_from = ["bot@example.org", ".*-robot@.*"]
 settle = 600
+bench_runs = 5
 maintainers = ["Mai@Example.org"]
 """
 
@@ -65,7 +66,7 @@ def test_every_key_is_read(tmp_path: Path) -> None:
                        Patchwork("https://patchwork.example/api/1.2/", "netdevbpf", checks=True, token_file="patchwork.token"),
                        Rfc.FULL, 24.0, 20, 3,
                        quiet_on_clean=False, threshold=Level.ERROR, ignore_from=("bot@example.org", ".*-robot@.*"), settle=600.0,
-                       maintainers=("mai@example.org",))
+                       maintainers=("mai@example.org",), bench_runs=5)
 
 
 @pytest.mark.parametrize(("text", "said"), [

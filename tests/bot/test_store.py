@@ -55,10 +55,14 @@ def test_a_series_is_decided_once_and_survives_a_restart(tmp_path: Path) -> None
     assert store.save_ready(waiting, now=150.0) == []  # waiting: nothing decided
     settled = assemble(store.messages("test"), now=300.0, settle=100.0)
     assert [s.state for s in store.save_ready(settled, now=300.0)] == [Readiness.INCOMPLETE]
+    assert store.save_ready(settled, now=350.0) == []  # decided already
     store.record("test", _seen(series("one", "PATCH", "net: one", 2, parts=(2,))[1:], 400.0), {})
-    assert store.save_ready(assemble(store.messages("test"), now=400.0, settle=100.0), now=400.0) == []  # decided already
+    complete = assemble(store.messages("test"), now=400.0, settle=100.0)
+    assert [s.state for s in store.save_ready(complete, now=400.0)] == [Readiness.READY]  # the late part: decided again, complete
+    assert store.save_ready(complete, now=500.0) == []  # and only once
     store.close()
-    assert Store.in_home(tmp_path).series("test") == settled
+    again = Store.in_home(tmp_path)
+    assert again.series("test") == complete and again.save_ready(complete, now=600.0) == []
 
 
 def test_from_the_archive_to_series(archive: Inbox, server: Httpd, tmp_path: Path) -> None:
