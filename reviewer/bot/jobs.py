@@ -4,7 +4,7 @@ A job is one stage of one series on one architecture: queued -> running -> done 
 Its key is the sha256 of (list, series fingerprint, stage, arch, config, base), so adding the same
 work twice returns the first job. A worker claims a job with a lease and extends it by heartbeats;
 the reaper queues a job whose lease expired again (or fails it after max_attempts). `attempt` counts
-the runs started: a claim adds one.
+the runs started: a claim adds one, and sets `started` (NULL again when the job is queued again).
 
 SQLite (WAL) by default, PostgreSQL when workers on several machines share the table: sql.py's Dialect is
 the one difference (placeholders, the locking claim, column types). Times are Unix seconds, passed in by
@@ -25,7 +25,7 @@ from reviewer.bot import sql
 STATES = ("queued", "running", "done", "failed", "cancelled")
 LIVE = ("queued", "running")
 FIELDS = ("id", "key", "list", "series", "stage", "arch", "config", "base", "pool", "priority", "state", "attempt", "max_attempts",
-          "lease_until", "worker", "not_before", "payload", "result", "error", "created", "updated")
+          "lease_until", "worker", "not_before", "payload", "result", "error", "created", "updated", "started")
 COLUMNS = ", ".join(FIELDS)
 BY_ID = f"SELECT {COLUMNS} FROM jobs WHERE id = ?"
 
@@ -83,6 +83,7 @@ class Job:
     error: str | None
     created: float
     updated: float
+    started: float | None = None  # when the current (or last) attempt was claimed; None while queued (last: added later)
 
     @classmethod
     def of(cls, row: Sequence[Any]) -> Job:
@@ -109,9 +110,14 @@ def _schema(d: sql.Dialect) -> tuple[str, ...]:
         arch TEXT NOT NULL, config TEXT NOT NULL, base TEXT NOT NULL, pool TEXT NOT NULL, priority INTEGER NOT NULL,
         state TEXT NOT NULL, attempt INTEGER NOT NULL, max_attempts INTEGER NOT NULL, lease_until {d.real}, worker TEXT,
         not_before {d.real} NOT NULL, payload TEXT NOT NULL, result TEXT, error TEXT, created {d.real} NOT NULL,
-        updated {d.real} NOT NULL)""",
+        started {d.real}, updated {d.real} NOT NULL)""",
             "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (pool, state, priority, id)",
             "CREATE INDEX IF NOT EXISTS jobs_series ON jobs (series, state)")
+
+
+def _added(d: sql.Dialect) -> tuple[tuple[str, str, str], ...]:
+    """Columns newer than the table: a jobs.db made before them gets them at the next start."""
+    return (("jobs", "started", d.real),)
 
 
 class Jobs:
@@ -119,7 +125,7 @@ class Jobs:
 
     def __init__(self, url: str | Path) -> None:
         self.db = sql.Database(url)
-        self.db.create(_schema(self.db.dialect))
+        self.db.create(_schema(self.db.dialect), _added(self.db.dialect))
 
     def close(self) -> None:
         self.db.close()
@@ -138,7 +144,8 @@ class Jobs:
         """As add(), and whether the job is new (False: the same work was added before)."""
         now = time.time() if now is None else now
         values = (spec.key, spec.list, spec.series, spec.stage, spec.arch, spec.config, spec.base, spec.pool, spec.priority, "queued", 0,
-                  spec.max_attempts, None, None, spec.not_before, json.dumps(dict(spec.payload), sort_keys=True), None, None, now, now)
+                  spec.max_attempts, None, None, spec.not_before, json.dumps(dict(spec.payload), sort_keys=True), None, None, now, now,
+                  None)
         with self.db.tx() as run:
             cur = run(f"INSERT INTO jobs ({COLUMNS.removeprefix('id, ')}) VALUES ({', '.join('?' * len(values))}) "
                       "ON CONFLICT (key) DO NOTHING", values)
@@ -168,8 +175,8 @@ class Jobs:
             row = run(query + " ORDER BY priority DESC, id LIMIT 1" + self.db.dialect.lock, args).fetchone()
             if row is None:
                 return None
-            run("UPDATE jobs SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?, updated = ? WHERE id = ?",
-                (worker, now + lease_seconds, now, row[0]))
+            run("UPDATE jobs SET state = 'running', attempt = attempt + 1, worker = ?, lease_until = ?, started = ?, updated = ? "
+                "WHERE id = ?", (worker, now + lease_seconds, now, now, row[0]))
             return Job.of(run(BY_ID, (row[0],)).fetchone())
 
     def heartbeat(self, job_id: int, worker: str, lease_seconds: float, now: float | None = None) -> bool:
@@ -188,7 +195,8 @@ class Jobs:
         tried max_attempts times, then failed. The job as it is now, or None when it was no longer WORKER's."""
         now = time.time() if now is None else now
         ok = self._update("state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, error = ?, lease_until = NULL, "
-                          "worker = CASE WHEN attempt < max_attempts THEN NULL ELSE worker END, not_before = ?, updated = ?",
+                          "worker = CASE WHEN attempt < max_attempts THEN NULL ELSE worker END, "
+                          "started = CASE WHEN attempt < max_attempts THEN NULL ELSE started END, not_before = ?, updated = ?",
                           (error, now + retry_delay, now), job_id, worker)
         return self.get(job_id) if ok else None
 
@@ -214,8 +222,8 @@ class Jobs:
                        (len(worker_prefix), worker_prefix))
             ids = [r[0] for r in mine.fetchall()]
             for job_id in ids:
-                run("UPDATE jobs SET state = 'queued', lease_until = NULL, worker = NULL, not_before = ?, updated = ?, error = ? "
-                    "WHERE id = ?", (now, now, "handed back by a stopping worker", job_id))
+                run("UPDATE jobs SET state = 'queued', lease_until = NULL, worker = NULL, started = NULL, not_before = ?, updated = ?, "
+                    "error = ? WHERE id = ?", (now, now, "handed back by a stopping worker", job_id))
             return [Job.of(run(BY_ID, (i,)).fetchone()) for i in ids]
 
     def reap(self, now: float | None = None) -> list[Job]:
@@ -227,7 +235,8 @@ class Jobs:
             ids = [r[0] for r in expired.fetchall()]
             for job_id in ids:
                 run("UPDATE jobs SET state = CASE WHEN attempt < max_attempts THEN 'queued' ELSE 'failed' END, lease_until = NULL, "
-                    "worker = NULL, not_before = ?, updated = ?, error = ? WHERE id = ?", (now, now, "lease expired", job_id))
+                    "worker = NULL, started = CASE WHEN attempt < max_attempts THEN NULL ELSE started END, not_before = ?, updated = ?, "
+                    "error = ? WHERE id = ?", (now, now, "lease expired", job_id))
             rows = [run(BY_ID, (i,)).fetchone() for i in ids]
         return [j for j in map(Job.of, rows) if j.state == "queued"]
 

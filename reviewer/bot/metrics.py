@@ -4,15 +4,17 @@ database: jobs.db in the bot's home, or the shared PostgreSQL), written by hand:
     reviewer_bot_jobs{pool,state}                     gauge: jobs per pool and state (queued: the queue's depth)
     reviewer_bot_oldest_waiting_seconds{pool}         gauge: age of the oldest queued job that is due (0: none)
     reviewer_bot_job_seconds{stage}                   histogram: a done job, from queued to done (waiting included)
+    reviewer_bot_stage_seconds{stage}                 histogram: a done job's last attempt, from claimed (started) to done
     reviewer_bot_series_first_result_seconds          histogram: a series, from its first job queued to its first done
     reviewer_bot_series_final_result_seconds          histogram: ... to its last done, once none of its jobs is live
+    reviewer_bot_mails_sent_total{list}               counter: mails sent (increase(...[1d]): mails per list per day)
     reviewer_bot_mails_last_day{list}                 gauge: mails sent in the last 24 hours
     reviewer_bot_outbox_rows{kind,state}              gauge: outbox rows (mail, check) per state
 
-The table has no `started` column, so a stage's run time alone (without its wait) is not known here, and a
-series' times start at its first job, not at its mail's arrival (messages.seen_at is in bot.sqlite, another
-database). Label values are escaped as the format says (backslash, double quote, newline): a list name comes
-from the configuration, but nothing read from a mail may break a line. `write(path)` publishes the text
+A series' times start at its first job, not at its mail's arrival (messages.seen_at is in bot.sqlite, another
+database); a job done before the jobs table had its `started` column has no stage duration. Label values are
+escaped as the format says (backslash, double quote, newline): a list name comes from the configuration, but
+nothing read from a mail may break a line. `write(path)` publishes the text
 atomically for node_exporter's textfile collector; `serve(host, port)` answers GET /metrics.
 """
 from __future__ import annotations
@@ -164,13 +166,19 @@ def _depth(run: sql.Run, now: float) -> list[str]:
 
 
 def _stages(run: sql.Run) -> list[str]:
-    rows = run("SELECT stage, updated - created FROM jobs WHERE state = 'done' ORDER BY stage", ()).fetchall()
+    rows = run("SELECT stage, updated - created, updated - started FROM jobs WHERE state = 'done' ORDER BY stage", ()).fetchall()
+    return [*family("reviewer_bot_job_seconds", "histogram", "Done jobs per stage: seconds from queued to done (waiting included).",
+                    _per_stage("reviewer_bot_job_seconds", [(stage, total) for stage, total, _ in rows])),
+            *family("reviewer_bot_stage_seconds", "histogram",
+                    "Done jobs per stage: seconds from the last attempt's claim (started) to done, the stage's run alone.",
+                    _per_stage("reviewer_bot_stage_seconds", [(stage, ran) for stage, _, ran in rows if ran is not None]))]
+
+
+def _per_stage(name: str, rows: Sequence[tuple[str, float]]) -> list[str]:
     by_stage: dict[str, list[float]] = {}
     for stage, seconds in rows:
         by_stage.setdefault(str(stage), []).append(float(seconds))
-    samples = [s for stage, values in by_stage.items() for s in histogram("reviewer_bot_job_seconds", {"stage": stage}, values)]
-    return family("reviewer_bot_job_seconds", "histogram",
-                  "Done jobs per stage: seconds from queued to done (waiting included; the run alone is not recorded).", samples)
+    return [s for stage, values in by_stage.items() for s in histogram(name, {"stage": stage}, values)]
 
 
 def _series(run: sql.Run) -> list[str]:
@@ -187,11 +195,15 @@ def _series(run: sql.Run) -> list[str]:
 
 
 def _mails(run: sql.Run, now: float, lists: Sequence[str]) -> list[str]:
-    sent = {str(k): int(n) for k, n in run("SELECT list, COUNT(*) FROM outbox WHERE kind = 'mail' AND state = 'sent' AND updated >= ?"
-                                           " GROUP BY list", (now - DAY,)).fetchall()}
+    sent = "SELECT list, COUNT(*) FROM outbox WHERE kind = 'mail' AND state = 'sent'"
+    ever = {str(k): int(n) for k, n in run(sent + " GROUP BY list", ()).fetchall()}  # the outbox keeps its rows: this only grows
+    day = {str(k): int(n) for k, n in run(sent + " AND updated >= ? GROUP BY list", (now - DAY,)).fetchall()}
     rows = {(str(k), str(s)): int(n) for k, s, n in run("SELECT kind, state, COUNT(*) FROM outbox GROUP BY kind, state", ()).fetchall()}
-    mails = [sample("reviewer_bot_mails_last_day", {"list": name}, sent.get(name, 0)) for name in sorted({*lists, *sent})]
+    names = sorted({*lists, *ever})
     kinds = sorted({"mail", "check", *(k for k, _ in rows)})
     box = [sample("reviewer_bot_outbox_rows", {"kind": k, "state": s}, rows.get((k, s), 0)) for k in kinds for s in outbox.STATES]
-    return [*family("reviewer_bot_mails_last_day", "gauge", "Mails sent per list in the last 24 hours.", mails),
+    return [*family("reviewer_bot_mails_sent_total", "counter", "Mails sent per list (increase over 1d: mails per list per day).",
+                    [sample("reviewer_bot_mails_sent_total", {"list": n}, ever.get(n, 0)) for n in names]),
+            *family("reviewer_bot_mails_last_day", "gauge", "Mails sent per list in the last 24 hours.",
+                    [sample("reviewer_bot_mails_last_day", {"list": n}, day.get(n, 0)) for n in names]),
             *family("reviewer_bot_outbox_rows", "gauge", "Outbox rows per kind (mail, check) and state.", box)]

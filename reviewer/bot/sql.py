@@ -24,11 +24,13 @@ class Dialect:
     lock: str  # appended to a SELECT whose rows the transaction then updates
     schema_lock: str = ""  # run before creating tables: two workers starting at once on PostgreSQL would race
     blob: str = "BLOB"  # a bytes column (the outbox's messages)
+    columns: str = "SELECT name FROM pragma_table_info(?)"  # the names of a table's columns
 
 
 SQLITE = Dialect("?", "INTEGER PRIMARY KEY AUTOINCREMENT", "REAL", "")  # BEGIN IMMEDIATE locks the whole database
 POSTGRES = Dialect("%s", "BIGSERIAL PRIMARY KEY", "DOUBLE PRECISION", " FOR UPDATE SKIP LOCKED",
-                   "SELECT pg_advisory_xact_lock(3232)", "BYTEA")  # any number: the bot's schema
+                   "SELECT pg_advisory_xact_lock(3232)", "BYTEA",  # any number: the bot's schema
+                   "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = ?")
 
 
 @dataclass(frozen=True)
@@ -64,12 +66,17 @@ class Database:
             _wal(self._lite)
             self._lite.execute("PRAGMA synchronous=NORMAL")
 
-    def create(self, statements: tuple[str, ...]) -> None:
-        """Run the CREATE ... IF NOT EXISTS STATEMENTS, once however many workers start at the same moment."""
+    def create(self, statements: tuple[str, ...], added: tuple[tuple[str, str, str], ...] = ()) -> None:
+        """Run the CREATE ... IF NOT EXISTS STATEMENTS, once however many workers start at the same moment; then add
+        the columns ADDED (table, column, type: columns newer than the table's first version) that a table made by
+        an older version lacks."""
         with self.tx() as run:
             for statement in (self.dialect.schema_lock, *statements):
                 if statement:
                     run(statement)
+            for table, column, kind in added:
+                if column not in {r[0] for r in run(self.dialect.columns, (table,)).fetchall()}:
+                    run(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
     def close(self) -> None:
         with self._lock:

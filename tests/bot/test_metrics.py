@@ -15,6 +15,7 @@ from reviewer.bot.jobs import Jobs, Spec
 from reviewer.bot.outbox import Mail, Outbox
 
 T = 1_000_000.0
+DAY = metrics.DAY
 HOSTILE = 'net"dev\\x\n} evil_metric 1 # {le="'
 
 
@@ -36,12 +37,13 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 def populated(path: Path, url: str | None = None) -> str:
     """Series a: static done after 30 s, build done 400 s later; series b: static done, build still queued;
-    series c: one static queued 100 s ago; one failed job; two mails sent today, one two days ago, one queued."""
+    series c: one static queued 100 s ago; one failed job; two mails sent today, one two days ago, one queued.
+    Each done job waited 5 s before a worker claimed it."""
     url = url or str(path / "jobs.db")
     with Jobs(url) as jobs:
         def done(series: str, stage: str, arch: str, start: float, end: float) -> None:
             job = jobs.add(Spec("netdev", series, stage, arch), now=start)
-            jobs.claim(job.pool, "w", 60, now=start, job_id=job.id)
+            jobs.claim(job.pool, "w", 60, now=start + 5, job_id=job.id)
             assert jobs.finish(job.id, "w", {"status": 0}, now=end)
 
         done("a", "static", "", T, T + 30)
@@ -69,6 +71,7 @@ def test_the_text_parses_and_says_what_the_tables_hold(tmp_path: Path, url: str)
     types = {f.name: f.type for f in text_string_to_metric_families(text)}
     assert types == {"reviewer_bot_jobs": "gauge", "reviewer_bot_oldest_waiting_seconds": "gauge", "reviewer_bot_job_seconds": "histogram",
                      "reviewer_bot_series_first_result_seconds": "histogram", "reviewer_bot_series_final_result_seconds": "histogram",
+                     "reviewer_bot_stage_seconds": "histogram", "reviewer_bot_mails_sent": "counter",
                      "reviewer_bot_mails_last_day": "gauge", "reviewer_bot_outbox_rows": "gauge"}
     assert value(text, "reviewer_bot_jobs", pool="static", state="queued") == 1
     assert value(text, "reviewer_bot_jobs", pool="static", state="done") == 2
@@ -82,14 +85,40 @@ def test_the_text_parses_and_says_what_the_tables_hold(tmp_path: Path, url: str)
     assert value(text, "reviewer_bot_job_seconds_bucket", stage="static", le="15.0") == 1
     assert value(text, "reviewer_bot_job_seconds_bucket", stage="build", le="300.0") == 0
     assert value(text, "reviewer_bot_job_seconds_bucket", stage="build", le="+Inf") == 1
+    assert value(text, "reviewer_bot_stage_seconds_count", stage="static") == 2
+    assert value(text, "reviewer_bot_stage_seconds_sum", stage="static") == 30  # 25 + 5: the runs, not the 5 s waits
+    assert value(text, "reviewer_bot_stage_seconds_bucket", stage="static", le="5.0") == 1
+    assert value(text, "reviewer_bot_stage_seconds_sum", stage="build") == 395
     assert value(text, "reviewer_bot_series_first_result_seconds_count") == 2  # a and b; c and d have no result
     assert value(text, "reviewer_bot_series_first_result_seconds_sum") == 40
     assert value(text, "reviewer_bot_series_final_result_seconds_count") == 1  # a only: b still has a build queued
     assert value(text, "reviewer_bot_series_final_result_seconds_sum") == 400
     assert value(text, "reviewer_bot_mails_last_day", list="netdev") == 2
+    assert value(text, "reviewer_bot_mails_sent_total", list="netdev") == 3  # the one of two days ago too
+    assert value(text, "reviewer_bot_mails_sent_total", list="bpf") == 0
     assert value(text, "reviewer_bot_mails_last_day", list="bpf") == 0
     assert value(text, "reviewer_bot_outbox_rows", kind="mail", state="sent") == 3
     assert value(text, "reviewer_bot_outbox_rows", kind="mail", state="queued") == 1
+
+
+def test_per_list_and_day_and_per_stage_as_a_scrape_later_sees_them(tmp_path: Path) -> None:
+    url = populated(tmp_path)
+    with Jobs(url) as jobs:
+        with jobs.db.tx() as run:  # a job done before the table had its started column: no run time known
+            run("UPDATE jobs SET started = NULL WHERE stage = 'build'")
+        box = Outbox(jobs.db)
+        box.put([Mail("m5", b"Subject: z\n\nbody\n")], list_name="bpf", now=T + DAY)
+        box.drain(lambda _row: None, now=T + DAY)
+    m = metrics.Metrics(url, lists=["netdev", "bpf"])
+    try:
+        first, later = m.render(now=T + 1000), m.render(now=T + DAY + 1000)
+    finally:
+        m.close()
+    assert ("reviewer_bot_stage_seconds_count", (("stage", "build"),)) not in samples(first)
+    assert value(first, "reviewer_bot_job_seconds_count", stage="build") == 1
+    assert [value(t, "reviewer_bot_mails_sent_total", list="netdev") for t in (first, later)] == [3, 3]  # a counter never falls
+    assert [value(t, "reviewer_bot_mails_last_day", list="netdev") for t in (first, later)] == [2, 0]  # the window moved on
+    assert [value(t, "reviewer_bot_mails_sent_total", list="bpf") for t in (first, later)] == [1, 1]  # m5: sent at T + DAY
 
 
 def test_a_hostile_label_value_is_escaped_and_read_back_whole(tmp_path: Path) -> None:

@@ -239,3 +239,32 @@ def test_two_redis_workers_and_kill_9_of_one_mid_job(tmp_path: Path, redis_url: 
     assert done[4].worker is not None and done[4].worker.split("/")[1] == str(survivor.pid)
     assert consumers.stop(survivor) == 0
     bot.close()
+
+
+def test_one_heartbeat_thread_keeps_the_leases_of_every_running_job(tmp_path: Path) -> None:
+    stages.register("touch", touch)
+    bot = Bot(Settings(home=tmp_path / "home", lease=0.3))
+    side = tmp_path / "side"
+    side.mkdir()
+    jobs = [bot.jobs.add(Spec("l", f"v{n}", "touch", payload={"dir": str(side), "wait_stop": True})) for n in range(3)]
+    runners = [threading.Thread(target=bot.run, args=("touch", j.id)) for j in jobs]
+    for runner in runners:
+        runner.start()
+    wait_until(lambda: all((side / f"{j.id}.1.start").exists() for j in jobs), 10, "the stages")
+    time.sleep(1.0)  # three leases: without heartbeats every claim would have expired
+    assert all(bot.jobs.reap() == [] for _ in range(2))
+    assert [t.name for t in threading.enumerate()].count("heartbeats") == 1
+    assert [bot.jobs.cancel_series(f"v{n}") for n in range(3)] == [1, 1, 1]
+    for runner in runners:
+        runner.join(10)
+    assert not any(r.is_alive() for r in runners)
+    bot.close()
+    assert "heartbeats" not in [t.name for t in threading.enumerate()]
+
+
+def test_the_sqlite_queue_commits_without_an_fsync_each(tmp_path: Path) -> None:
+    bot = Bot(Settings(home=tmp_path / "home"))
+    storage = bot.queue("static").storage
+    assert storage.sql("PRAGMA journal_mode", results=True) == [("wal",)]
+    assert storage.sql("PRAGMA synchronous", results=True) == [(1,)]  # NORMAL: durable across a crash of the process
+    bot.close()
