@@ -286,6 +286,7 @@ def consume(settings: Settings, pool: str, workers: int = 1, **consumer: Any) ->
         reaper.join()
         for job in bot.jobs.hand_back(f"{socket.gethostname()}/{os.getpid()}/"):
             bot.deliver(job)
+        stages.stop_all()  # then the reviews still running after stop_grace (their results refused): no make or QEMU outlives us
         bot.close()
 
 
@@ -323,4 +324,5 @@ class Workers:
         self._reaper.join()
         for job in self.bot.jobs.hand_back(f"{socket.gethostname()}/{os.getpid()}/"):
             self.bot.deliver(job)
+        stages.stop_all()
         self.bot.close()

@@ -48,6 +48,23 @@ class Stopped(Exception):  # noqa: N818 (what happened, not an error of the stag
     """The job stopped being the worker's while its review ran: the review's process group was killed."""
 
 
+_RUNNING: dict[int, subprocess.Popen[bytes]] = {}  # the reviews running in this process, by pid: stop_all() ends them
+_ENDED: set[int] = set()  # the pids stop_all() ended (their stages raise Stopped)
+_LOCK = threading.Lock()
+
+
+def stop_all() -> int:
+    """End every review a stage of this process runs (a worker that stops: before its jobs are handed back, so that
+    no make or QEMU outlives it): SIGTERM to each process group, SIGKILL GRACE seconds later. How many there were."""
+    with _LOCK:
+        procs = list(_RUNNING.values())
+        _ENDED.update(p.pid for p in procs)
+    for proc in procs:
+        _stop(proc)
+        _kill_group(proc.pid)
+    return len(procs)
+
+
 def static(job: Job, stopped: threading.Event) -> Mapping[str, Any]:  # noqa: ARG001 (one review of milliseconds, nothing to stop)
     """The static review (parse and check, no tree) of the mbox the job names, offline."""
     mbox = Path(job.payload["mbox"])
@@ -77,6 +94,8 @@ def review(job: Job, stopped: threading.Event, extra: Sequence[str]) -> Mapping[
     cmd = [sys.executable, "-m", "reviewer", str(mbox), "--offline", "--tree", job.payload["tree"], *extra, "--format", "json"]
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         proc = subprocess.Popen(cmd, cwd=mbox.parent, stdin=subprocess.DEVNULL, stdout=out, stderr=err, start_new_session=True)
+        with _LOCK:
+            _RUNNING[proc.pid] = proc
         try:
             while proc.poll() is None:
                 if stopped.wait(POLL):
@@ -86,6 +105,12 @@ def review(job: Job, stopped: threading.Event, extra: Sequence[str]) -> Mapping[
             if proc.poll() is None:  # an exception of ours (KeyboardInterrupt, ...): never leave the review behind
                 _stop(proc)
             _kill_group(proc.pid)  # whatever of its group outlived the review
+            with _LOCK:
+                _RUNNING.pop(proc.pid, None)
+                ended = proc.pid in _ENDED
+                _ENDED.discard(proc.pid)
+        if ended:
+            raise Stopped(f"job {job.id}: its worker stopped while its review ran (pid {proc.pid}): its process group was killed")
         out.seek(0)
         err.seek(0)
         text, why = out.read(), err.read().decode(errors="replace").strip().splitlines()

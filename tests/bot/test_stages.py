@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -64,3 +65,28 @@ def test_a_job_taken_away_kills_its_reviews_process_group(kernel_repo: Path, tmp
     with pytest.raises(ProcessLookupError):
         os.killpg(pgid, 0)  # nothing of the group is left
     assert len(_worktrees(kernel_repo)) == 1
+
+
+def test_a_stopping_worker_ends_the_reviews_its_stages_run(kernel_repo: Path, tmp_path: Path) -> None:
+    mbox = tmp_path / "s.mbox"
+    mbox.write_bytes(DEMO.read_bytes())
+    raised: list[BaseException] = []
+
+    def stage() -> None:
+        try:
+            stages.build(_job(kernel_repo, mbox, "build", "x86_64"), threading.Event())
+        except BaseException as exc:  # noqa: BLE001 (what the stage raised is the test's)
+            raised.append(exc)
+
+    thread = threading.Thread(target=stage)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not stages._RUNNING and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (pgid,) = list(stages._RUNNING)
+    assert stages.stop_all() == 1
+    thread.join(60)
+    assert [type(e) for e in raised] == [stages.Stopped]
+    with pytest.raises(ProcessLookupError):
+        os.killpg(pgid, 0)
+    assert stages._RUNNING == {} and len(_worktrees(kernel_repo)) == 1
