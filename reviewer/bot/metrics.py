@@ -182,15 +182,18 @@ def _per_stage(name: str, rows: Sequence[tuple[str, float]]) -> list[str]:
 
 
 def _series(run: sql.Run) -> list[str]:
-    rows = run("SELECT MIN(created), MIN(CASE WHEN state = 'done' THEN updated END), MAX(CASE WHEN state = 'done' THEN updated END),"
-               " SUM(CASE WHEN state IN ('queued', 'running') THEN 1 ELSE 0 END) FROM jobs GROUP BY list, series", ()).fetchall()
-    first = [float(f) - float(c) for c, f, _, _ in rows if f is not None]
-    final = [float(last) - float(c) for c, f, last, live in rows if last is not None and int(live) == 0]
+    # The report job is the final result (the reply and the checks written); a series is counted once it has one,
+    # and stays counted whatever comes later (a rerun), so the histogram only grows.
+    rows = run("SELECT MIN(CASE WHEN stage != 'report' THEN created END),"
+               " MIN(CASE WHEN stage != 'report' AND state = 'done' THEN updated END),"
+               " MIN(CASE WHEN stage = 'report' AND state = 'done' THEN updated END) FROM jobs GROUP BY list, series", ()).fetchall()
+    first = [float(f) - float(c) for c, f, _ in rows if c is not None and f is not None]
+    final = [float(r) - float(c) for c, _, r in rows if c is not None and r is not None]
     return [*family("reviewer_bot_series_first_result_seconds", "histogram",
-                    "Series: seconds from its first job queued to its first job done.",
+                    "Series: seconds from its first job queued to its first stage done.",
                     histogram("reviewer_bot_series_first_result_seconds", {}, first)),
             *family("reviewer_bot_series_final_result_seconds", "histogram",
-                    "Series with no job queued or running: seconds from its first job queued to its last job done.",
+                    "Series: seconds from its first job queued to its first report done (its reply and checks written).",
                     histogram("reviewer_bot_series_final_result_seconds", {}, final))]
 
 

@@ -36,7 +36,7 @@ def url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 
 
 def populated(path: Path, url: str | None = None) -> str:
-    """Series a: static done after 30 s, build done 400 s later; series b: static done, build still queued;
+    """Series a: static done after 30 s, build done 400 s later, reported at 410 s; series b: static done, build still queued;
     series c: one static queued 100 s ago; one failed job; two mails sent today, one two days ago, one queued.
     Each done job waited 5 s before a worker claimed it."""
     url = url or str(path / "jobs.db")
@@ -48,6 +48,7 @@ def populated(path: Path, url: str | None = None) -> str:
 
         done("a", "static", "", T, T + 30)
         done("a", "build", "x86_64", T, T + 400)
+        done("a", "report", "", T + 400, T + 410)
         done("b", "static", "", T, T + 10)
         jobs.add(Spec("netdev", "b", "build", "x86_64"), now=T + 5)
         jobs.add(Spec("netdev", "c", "static"), now=T + 900)
@@ -91,8 +92,8 @@ def test_the_text_parses_and_says_what_the_tables_hold(tmp_path: Path, url: str)
     assert value(text, "reviewer_bot_stage_seconds_sum", stage="build") == 395
     assert value(text, "reviewer_bot_series_first_result_seconds_count") == 2  # a and b; c and d have no result
     assert value(text, "reviewer_bot_series_first_result_seconds_sum") == 40
-    assert value(text, "reviewer_bot_series_final_result_seconds_count") == 1  # a only: b still has a build queued
-    assert value(text, "reviewer_bot_series_final_result_seconds_sum") == 400
+    assert value(text, "reviewer_bot_series_final_result_seconds_count") == 1  # a only: b still has a build queued, no report
+    assert value(text, "reviewer_bot_series_final_result_seconds_sum") == 410  # to its report
     assert value(text, "reviewer_bot_mails_last_day", list="netdev") == 2
     assert value(text, "reviewer_bot_mails_sent_total", list="netdev") == 3  # the one of two days ago too
     assert value(text, "reviewer_bot_mails_sent_total", list="bpf") == 0
