@@ -123,9 +123,11 @@ def _added(d: sql.Dialect) -> tuple[tuple[str, str, str], ...]:
 class Jobs:
     """The jobs table in the database at URL (sql.Database: `postgresql://...`, `sqlite:///PATH` or a path)."""
 
-    def __init__(self, url: str | Path) -> None:
-        self.db = sql.Database(url)
-        self.db.create(_schema(self.db.dialect), _added(self.db.dialect))
+    def __init__(self, url: str | Path, *, read_only: bool = False) -> None:
+        """READ_ONLY: for a reader (the dashboard), which creates nothing and takes no write lock; its select() reads."""
+        self.db = sql.Database(url, read_only=read_only)
+        if not read_only:
+            self.db.create(_schema(self.db.dialect), _added(self.db.dialect))
 
     def close(self) -> None:
         self.db.close()

@@ -19,7 +19,8 @@ def _schema(d: sql.Dialect) -> tuple[str, ...]:
 class Mboxes:
     def __init__(self, db: sql.Database) -> None:
         self.db = db
-        db.create(_schema(db.dialect))
+        if not db.read_only:
+            db.create(_schema(db.dialect))
 
     def put(self, data: bytes, now: float | None = None) -> str:
         """Keep DATA (once, whoever stores it first); its sha256."""

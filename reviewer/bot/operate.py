@@ -19,25 +19,26 @@ from reviewer.errors import ConfigError, InputError, UsageError
 COUNTED = ("queued", "running", "done", "failed", "cancelled")
 
 
-def _open(cfg: BotConfig) -> Jobs | None:
-    """The jobs table, or None when its SQLite file does not exist yet (a bot that never ran: status creates nothing)."""
+def _open(cfg: BotConfig, *, read_only: bool = False) -> Jobs | None:
+    """The jobs table, or None when its SQLite file does not exist yet (a bot that never ran: status creates nothing);
+    READ_ONLY: opened for reading only (the dashboard: no schema written, no write lock taken)."""
     url = cfg.jobs_url
     if not url.startswith(("postgresql://", "postgres://")) and not Path(url.removeprefix("sqlite://")).exists():
         return None
     try:
-        return Jobs(url)
+        return Jobs(url, read_only=read_only)
     except Exception as exc:  # psycopg's or sqlite3's: the database named in the file cannot be used
         raise ConfigError(f"{cfg.path}: [bot] db: cannot open the jobs table: {' '.join(str(exc).split())}") from exc
 
 
-def status(cfg: BotConfig, now: float | None = None) -> dict[str, Any]:
-    """The bot's status as JSON-able data (docs/bot.md, "Running it")."""
+def status(cfg: BotConfig, now: float | None = None, *, read_only: bool = False) -> dict[str, Any]:
+    """The bot's status as JSON-able data (docs/bot.md, "Running it"); READ_ONLY: see _open()."""
     now = time.time() if now is None else now
     lists: dict[str, dict[str, Any]] = {name: {"mirror": lc.mirror or None, "lei": lc.lei or None, "pools": {}}
                                         for name, lc in (cfg.lists or {}).items()}
     doc: dict[str, Any] = {"config": str(cfg.path), "home": str(cfg.home), "queue": cfg.queue, "lists": lists, "errors": [],
                            "outbox": {"queued": 0, "sent": 0, "failed": 0, "errors": []}, "time": now}
-    table = _open(cfg)
+    table = _open(cfg, read_only=read_only)
     if table is None:
         return doc
     with table:

@@ -134,7 +134,8 @@ class Outbox:
 
     def __init__(self, db: sql.Database, *, attempts: int = 5, backoff: float = 60.0, lease: float = 300.0) -> None:
         self.db, self.attempts, self.backoff, self.lease = db, attempts, backoff, lease
-        db.create(_schema(db.dialect))
+        if not db.read_only:  # a reader (the dashboard) creates nothing
+            db.create(_schema(db.dialect))
 
     def put(self, items: Iterable[Item], *, list_name: str = "", job: int | None = None, now: float | None = None) -> int:
         """Queue ITEMS (those whose key is already there are left as they are); how many were new."""

@@ -48,9 +48,11 @@ class Database:
     """The database at URL: `postgresql://...`, `sqlite:///PATH` or a path (SQLite). One connection, used by
     one thread at a time (a worker's heartbeat thread shares it with the stage's)."""
 
-    def __init__(self, url: str | Path) -> None:
+    def __init__(self, url: str | Path, *, read_only: bool = False) -> None:
         text = str(url)
         self._lock = threading.Lock()
+        self.read_only = read_only
+        self._begin = "BEGIN" if read_only else "BEGIN IMMEDIATE"
         self._pg: psycopg.Connection[tuple[Any, ...]] | None = None
         self._lite: sqlite3.Connection | None = None
         if text.startswith(("postgresql://", "postgres://")):
@@ -58,9 +60,14 @@ class Database:
 
             self.dialect = POSTGRES
             self._pg = psycopg.connect(text, autocommit=True)
+            self._pg.read_only = read_only
         else:
             self.dialect = SQLITE
             path = Path(text.removeprefix("sqlite://"))
+            if read_only:  # a reader (the dashboard): never creates the file, never takes the write lock
+                self._lite = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=60, isolation_level=None,
+                                             check_same_thread=False)
+                return
             path.parent.mkdir(parents=True, exist_ok=True)
             self._lite = sqlite3.connect(path, timeout=60, isolation_level=None, check_same_thread=False)
             _wal(self._lite)
@@ -88,14 +95,15 @@ class Database:
     @contextlib.contextmanager
     def tx(self) -> Iterator[Run]:
         """One transaction. On SQLite it takes the write lock at once (BEGIN IMMEDIATE: two claims never both
-        read a job as queued); on PostgreSQL a claim's row lock (Dialect.lock) does that."""
+        read a job as queued), but for a read-only Database (a plain BEGIN: a snapshot, no lock held against the
+        writers); on PostgreSQL a claim's row lock (Dialect.lock) does that."""
         with self._lock:
             if self._pg is not None:
                 with self._pg.transaction():
                     yield Run(self.dialect, self._pg.execute)
                 return
             assert self._lite is not None
-            self._lite.execute("BEGIN IMMEDIATE")
+            self._lite.execute(self._begin)
             try:
                 yield Run(self.dialect, self._lite.execute)
             except BaseException:

@@ -41,9 +41,12 @@ SCHEMA = (
 
 
 class Store:
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
+        if read_only:  # a reader (the dashboard): creates nothing, and its SELECTs take no write lock
+            self.db = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=30, check_same_thread=False)
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
         self.db = sqlite3.connect(path, timeout=30)
         self.db.execute("PRAGMA journal_mode=WAL")  # SQLite: PostgreSQL needs none
         self.db.execute("PRAGMA synchronous=FULL")  # SQLite: a commit survives a power cut, not only a crash
@@ -52,8 +55,8 @@ class Store:
                 c.execute(statement)
 
     @classmethod
-    def in_home(cls, home: Path) -> Store:
-        return cls(home / DB_NAME)
+    def in_home(cls, home: Path, *, read_only: bool = False) -> Store:
+        return cls(home / DB_NAME, read_only=read_only)
 
     def close(self) -> None:
         self.db.close()
@@ -126,8 +129,12 @@ class Store:
         return Stops(frozenset(v for k, v in rows if k == "series"), frozenset(v for k, v in rows if k == "author"))
 
     def series(self, listname: str) -> list[Assembled]:
-        rows = self.db.execute("SELECT detail FROM series WHERE list = ? ORDER BY ready_at, key", (listname,))
-        return [_assembled(json.loads(d)) for (d,) in rows]
+        return [s for s, _ in self.series_at(listname)]
+
+    def series_at(self, listname: str) -> list[tuple[Assembled, float]]:
+        """LISTNAME's series decided, each with when it was (last) decided, oldest first."""
+        rows = self.db.execute("SELECT detail, ready_at FROM series WHERE list = ? ORDER BY ready_at, key", (listname,))
+        return [(_assembled(json.loads(d)), float(t)) for d, t in rows]
 
 
 def facts_json(f: MailFacts) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""`review bot --config FILE run|worker|status|enqueue|replay`: the review bot's commands (docs/bot.md, "Running it"). reviewer.bot
+"""`review bot --config FILE run|worker|status|enqueue|replay|serve`: the review bot's commands (docs/bot.md, "Running it"). reviewer.bot
 (huey, and psycopg for a shared table) is imported inside each command: docs/design.md, "Imports kept lazy"."""
 from __future__ import annotations
 
@@ -94,3 +94,17 @@ def replay_command(
 
     for line in service.replay(config.load(ctx.obj), span, send=send):
         print(line)
+
+
+@bot_app.command("serve", cls=WideHelp, help="A read-only dashboard of the bot's home, and the same data as JSON, until SIGTERM.")
+def serve_command(
+    ctx: typer.Context,
+    listen: Annotated[str, typer.Option("--listen", "-l", metavar="HOST:PORT",
+                                        help="Where to listen (default 127.0.0.1:8470). It has no authentication: keep it on "
+                                             "loopback, or put a web server in front.")] = "127.0.0.1:8470",
+) -> None:
+    from reviewer.bot import config, web
+
+    cfg = config.load(ctx.obj)
+    host, port = web.listen(listen)
+    web.serve(cfg, host, port, say=_say)

@@ -35,16 +35,16 @@ _LEVELS = {Level.ERROR: ("Errors", "Error"), Level.WARNING: ("Warnings", "Warnin
 
 def page(review: Review, archive: str = DEFAULT_URL) -> str:
     """REVIEW as an HTML document; ARCHIVE: the public-inbox its Message-IDs link to."""
-    return _environment().get_template("review.html").render(_context(review, archive))
+    return _environment().get_template("review.html").render(context(review, archive))
 
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=_finalize,
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True, finalize=finalize,
                               undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def _finalize(value: Any) -> Any:
+def finalize(value: Any) -> Any:
     """Every printed value: text from a series with its control characters shown (escape.text; a quoted
     hunk keeps its tabs), then HTML-escaped by autoescape."""
     if value is None:
@@ -75,7 +75,9 @@ class Shown:
     quote: tuple[Quoted, ...]
 
 
-def _context(review: Review, archive: str) -> dict[str, Any]:
+def context(review: Review, archive: str = DEFAULT_URL) -> dict[str, Any]:
+    """What templates/review.html reads, for a page of its own or one that extends it (the bot's series page, which
+    fills its blocks `head`, `top` and `more`)."""
     s = review.series
     level, said = conclusion.line(review, [f for f in review.findings if f.level is not Level.INFO]) if s else (None, "")
     return {
