@@ -18,7 +18,8 @@ SERIES = FIXTURES / "series"
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite tests/report/golden/* from the current output")
     parser.addoption("--update-screenshots", action="store_true",
-                     help="copy the HTML page's screenshot to docs/img/review-page.png (tests/report/test_html_browser.py)")
+                     help="copy the HTML page's screenshot to docs/img/review-page.png (tests/report/test_html_browser.py) and the "
+                          "dashboard's to docs/img/bot-*.png (tests/bot/test_web_browser.py)")
 
 
 @pytest.fixture(autouse=True)

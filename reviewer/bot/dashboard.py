@@ -26,7 +26,8 @@ from reviewer.bot.mboxes import Mboxes
 from reviewer.bot.store import Store
 from reviewer.model import Finding, Review
 from reviewer.report import json as report_json
-from reviewer.series import mbox
+from reviewer.report import load
+from reviewer.series import mbox, patchparse
 from reviewer.series.fetch import build_series, read_mbox
 
 LEVELS = ("error", "warning", "info")
@@ -107,8 +108,9 @@ def list_view(home: Home, name: str) -> dict[str, Any] | None:
     """LIST's series, newest first (None: no such list)."""
     if name not in home.list_names():
         return None
-    jobs = home.list_jobs(name)
-    rows = [summary(s, at, jobs.get(s.key, [])) for s, at in reversed(home.series(name))]
+    jobs, every = home.list_jobs(name), home.series(name)
+    later = {s.supersedes: s.revision for s, _ in every if s.supersedes}
+    rows = [summary(s, at, jobs.get(s.key, [])) | {"superseded_by": later.get(s.key)} for s, at in reversed(every)]
     return {"list": name, "url": list_url(name), "series": rows}
 
 
@@ -189,6 +191,9 @@ def _merged(home: Home, jobs: Sequence[Job]) -> tuple[rounds.Merged, revisions.S
     stages = [j for j in jobs if j.stage != rounds.REPORT]
     side = _side(home, stages)
     merged = rounds.merge(stages, side.series if side else None)
+    ran = tuple(dataclasses.replace(st, name=f"{j.stage}{' ' + j.arch if j.arch else ''}: {st.name}") for j in merged.used
+                for st in load.load((j.result or {})["review"], merged.review.series).stages)
+    merged = dataclasses.replace(merged, review=dataclasses.replace(merged.review, stages=ran))  # each job's stages, named
     if side is not None:
         applied = merged.review.apply
         base = applied.base if applied is not None else next((j.base for j in reversed(stages) if j.base), "")
@@ -208,10 +213,12 @@ def _side(home: Home, jobs: Sequence[Job]) -> revisions.Side | None:
         f.write(data)
         f.flush()
         msgs = read_mbox(Path(f.name))
-    series = build_series(msgs, "bot")
+    read = build_series(msgs, "bot")  # the files each patch changes read as the pipeline reads them (the page quotes hunks)
+    patches = tuple(dataclasses.replace(p, files=patchparse.read_diff(p.diff).files) for p in read.patches)
+    series = dataclasses.replace(read, patches=patches)
     by_id = {str(m.get("Message-ID", "")).strip().strip("<>"): m for m in msgs}
-    patches = mbox.write(by_id[p.msgid].as_bytes() for p in series.patches if p.msgid in by_id)
-    return revisions.Side(hashlib.sha256(data).hexdigest(), series, patches)
+    mails = mbox.write(by_id[p.msgid].as_bytes() for p in series.patches if p.msgid in by_id)
+    return revisions.Side(hashlib.sha256(data).hexdigest(), series, mails)
 
 
 def _mbox(home: Home, job: Job) -> bytes | None:

@@ -39,7 +39,8 @@ from reviewer.report import html
 log = logging.getLogger(__name__)
 LISTEN = ("127.0.0.1", 8470)
 TEMPLATES = Path(__file__).parent / "templates"
-CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+PAGE_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; form-action 'none'"  # in the page too
+CSP = PAGE_CSP + "; frame-ancestors 'none'"  # the header's: a <meta> element may not say frame-ancestors (browsers warn)
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff", "Referrer-Policy": "no-referrer",
            "X-Frame-Options": "DENY", "Cache-Control": "no-store"}
 
@@ -118,7 +119,7 @@ def _route(home: dashboard.Home, parts: list[str]) -> Answer:
 
 
 def render(a: Answer) -> str:
-    return _environment().get_template(a.template).render({**(a.context or {}), "d": a.data, "csp": CSP})
+    return _environment().get_template(a.template).render({**(a.context or {}), "d": a.data, "csp": PAGE_CSP})
 
 
 class Handler(http.server.BaseHTTPRequestHandler):

@@ -84,7 +84,7 @@ def test_the_list_page_shows_each_series_newest_first_with_its_stages(site: str,
     assert [r["root"] for r in rows] == [home.hostile, home.v2, home.v1]
     v2 = rows[1]
     assert (v2["subject"], v2["revision"], v2["rfc"], v2["state"]) == (webhome.SUBJECT, 2, False, "ready")
-    assert v2["supersedes"] == f"test/{home.v1}"
+    assert v2["supersedes"] == f"test/{home.v1}" and rows[2]["superseded_by"] == 2 and v2["superseded_by"] is None
     assert [(s["stage"], s["state"]) for s in v2["stages"]] == [("apply", "done"), ("static", "done")]
     assert rows[2]["findings"]["error"] == 1 and v2["findings"]["error"] == 0  # v1's missing sign-off
     assert all(r["report"]["verdict"] == "never" and 0 <= r["seconds_to_result"] < 300 for r in rows)
