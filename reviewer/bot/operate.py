@@ -50,10 +50,17 @@ def status(cfg: BotConfig, now: float | None = None, *, read_only: bool = False)
                 pool["oldest_waiting"] = c.oldest
         doc["errors"] = [{"job": j.id, "list": j.list, "pool": j.pool, "stage": j.stage, "series": j.series, "error": j.error,
                           "at": j.updated} for j in table.errors()]
+        if read_only and not _has(table, "outbox"):  # a table made by `enqueue` alone: no outbox yet, and a reader makes none
+            return doc
         outbox = Outbox(table.db)
         doc["outbox"] = {**outbox.counts(), "errors": [{"key": r.key, "kind": r.kind, "state": r.state, "attempts": r.attempts,
                                                         "error": r.error, "at": r.updated} for r in outbox.errors()]}
     return doc
+
+
+def _has(table: Jobs, name: str) -> bool:
+    with table.db.tx() as run:
+        return bool(run(table.db.dialect.columns, (name,)).fetchall())
 
 
 def text(doc: dict[str, Any]) -> str:
