@@ -8,6 +8,7 @@ import dataclasses
 import json
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -21,6 +22,7 @@ from typing import Any
 import pytest
 
 from reviewer.bot import config, operate, revisions, web
+from reviewer.bot.jobs import Jobs, Spec
 from reviewer.errors import ConfigError, ExitStatus
 from reviewer.model import Finding, Level
 from tests.bot import webhome
@@ -215,3 +217,30 @@ def test_the_command_serves_until_sigterm_and_refuses_a_bad_listen(home: webhome
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+def test_a_series_whose_mbox_file_is_gone_is_read_from_the_jobs_database(home: webhome.Home) -> None:
+    """A dashboard on another machine than the loop has no HOME/mbox/ files: the mboxes table has them (mboxes.py)."""
+    kept = home.cfg.home / "mbox"
+    aside = kept.with_name("mbox-aside")
+    kept.rename(aside)
+    try:
+        data = web.answer(home.cfg, f"/lists/test/series/{home.v2}").data
+    finally:
+        aside.rename(kept)
+    assert [p["index"] for p in data["review"]["patches"]] == [1, 2] and data["changes"]["fixed"]
+
+
+def test_a_reader_neither_writes_nor_holds_the_writers_lock(tmp_path: Path) -> None:
+    url = f"sqlite://{tmp_path / 'jobs.db'}"
+    with Jobs(url) as writer:
+        writer.add(Spec(list="test", series="before", stage="static"))
+        with Jobs(url, read_only=True) as reader:
+            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+                reader.put(Spec(list="test", series="x", stage="static"))
+            with reader.db.tx() as run:  # a reader's transaction open: a worker still adds, claims and cancels
+                assert run("SELECT COUNT(*) FROM jobs", ()).fetchone()[0] == 1
+                writer.add(Spec(list="test", series="during", stage="static"))
+                assert writer.claim("static", "w", 60) is not None
+                assert writer.cancel_series("during") == 1
+            assert [j.state for j in reader.select(series="during")] == ["cancelled"]
