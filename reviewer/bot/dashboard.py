@@ -63,6 +63,20 @@ class Home:
     def series(self, name: str) -> list[tuple[Assembled, float]]:
         return self.store.series_at(name) if self.store is not None else []
 
+    def counts(self, name: str) -> tuple[dict[str, int], int]:
+        """LIST's jobs (but reports) per state, and how many of its series have a report done."""
+        if self.jobs is None:
+            return {}, 0
+        with self.jobs.db.tx() as run:
+            states = run(f"SELECT state, COUNT(*) FROM jobs WHERE list = ? AND stage != '{rounds.REPORT}' GROUP BY state ORDER BY state",
+                         (name,)).fetchall()
+            reported = run(f"SELECT COUNT(DISTINCT series) FROM jobs WHERE list = ? AND stage = '{rounds.REPORT}' AND state = 'done'",
+                           (name,)).fetchone()[0]
+        return {str(st): int(n) for st, n in states}, int(reported)
+
+    def series_jobs(self, key: str) -> list[Job]:
+        return self.jobs.select(series=key) if self.jobs is not None else []
+
     def list_jobs(self, name: str) -> dict[str, list[Job]]:
         """LIST's jobs by series, oldest first."""
         if self.jobs is None:
@@ -92,16 +106,10 @@ def lists(home: Home) -> dict[str, Any]:
     """The front page: every list (configured, or with series recorded), its series and jobs counted."""
     out = []
     for name in home.list_names():
-        series = home.series(name)
-        jobs = [j for js in home.list_jobs(name).values() for j in js]
-        out.append({"name": name, "url": list_url(name), "configured": name in (home.cfg.lists or {}), "series": len(series),
-                    "reported": sum(1 for s, _ in series if _report(jobs_of(jobs, s.key)) is not None),
-                    "jobs": dict(Counter(j.state for j in jobs if j.stage != rounds.REPORT))})
+        jobs, reported = home.counts(name)
+        out.append({"name": name, "url": list_url(name), "configured": name in (home.cfg.lists or {}), "series": len(home.series(name)),
+                    "reported": reported, "jobs": jobs})
     return {"home": str(home.cfg.home), "lists": out}
-
-
-def jobs_of(jobs: Iterable[Job], key: str) -> list[Job]:
-    return [j for j in jobs if j.series == key]
 
 
 def list_view(home: Home, name: str) -> dict[str, Any] | None:
@@ -168,8 +176,7 @@ def series_view(home: Home, name: str, root: str) -> SeriesPage | None:
     if this is None:
         return None
     s, at = this
-    jobs = home.list_jobs(name)
-    mine = jobs.get(s.key, [])
+    mine = home.series_jobs(s.key)
     merged, side = _merged(home, mine)
     data = summary(s, at, mine) | {"list": name, "list_url": list_url(name),
                                    "jobs": [_job(j) for j in mine], "failed": [_job(j) for j in merged.failed],
@@ -178,7 +185,8 @@ def series_view(home: Home, name: str, root: str) -> SeriesPage | None:
     data["revisions"] = [{"revision": x.revision, "key": x.key, "root": x.root, "subject": x.subject, "url": series_url(name, x.root),
                           "current": x.key == s.key, "duplicate_of": x.duplicate_of} for x in same]
     earlier = [x for x in same if x.revision < s.revision and x.duplicate_of is None]
-    data["changes"] = _changes(home, name, earlier[-1], jobs.get(earlier[-1].key, []), merged.review, side) if earlier and side else None
+    prev = earlier[-1] if earlier and side else None
+    data["changes"] = _changes(home, name, prev, home.series_jobs(prev.key), merged.review, side) if prev and side else None
     return SeriesPage(data, merged.review)
 
 
