@@ -11,6 +11,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -164,16 +165,18 @@ def test_findings_are_compared_without_the_numbers_that_move() -> None:
     assert [x.message for x in fixed] == ["a.c:41: x", "gone"] and [x.message for x in added] == ["new one"]
 
 
-def test_a_home_the_bot_never_made_is_shown_empty_and_left_untouched(tmp_path: Path) -> None:
+def test_a_home_the_bot_never_made_is_shown_empty_and_left_untouched_and_no_thread_is_left(tmp_path: Path) -> None:
     path = tmp_path / "bot.toml"
     path.write_text('[bot]\nhome = "state"\n\n[lists.netdev]\nmirror = "/srv/netdev"\n')
     cfg = config.load(path)
+    before = set(threading.enumerate())
     with web.running(web.make(cfg, "127.0.0.1", 0)) as url:
         assert get(url + "/?format=json").json()["lists"][0] == {"name": "netdev", "url": "/lists/netdev", "configured": True,
                                                                  "series": 0, "reported": 0, "jobs": {}}
         assert "No series decided yet." in get(url + "/lists/netdev").text
         assert get(url + "/queue").status == 200
     assert not (tmp_path / "state").exists()
+    assert set(threading.enumerate()) == before  # the server's thread and its request threads joined
 
 
 def test_listen_takes_host_and_port() -> None:
