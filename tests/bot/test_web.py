@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
 from reviewer.bot import config, operate, revisions, web
@@ -234,12 +235,12 @@ def test_a_series_whose_mbox_file_is_gone_is_read_from_the_jobs_database(home: w
     assert [p["index"] for p in data["review"]["patches"]] == [1, 2] and data["changes"]["fixed"]
 
 
-def test_a_reader_neither_writes_nor_holds_the_writers_lock(tmp_path: Path) -> None:
-    url = f"sqlite://{tmp_path / 'jobs.db'}"
+def test_a_reader_neither_writes_nor_holds_the_writers_lock(url: str) -> None:
+    """On SQLite (mode=ro, a plain BEGIN) and on PostgreSQL (a read-only session): the dashboard's reads."""
     with Jobs(url) as writer:
         writer.add(Spec(list="test", series="before", stage="static"))
         with Jobs(url, read_only=True) as reader:
-            with pytest.raises(sqlite3.OperationalError, match="readonly"):
+            with pytest.raises((sqlite3.OperationalError, psycopg.errors.ReadOnlySqlTransaction), match="read-?only"):
                 reader.put(Spec(list="test", series="x", stage="static"))
             with reader.db.tx() as run:  # a reader's transaction open: a worker still adds, claims and cancels
                 assert run("SELECT COUNT(*) FROM jobs", ()).fetchone()[0] == 1
