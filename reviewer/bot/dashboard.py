@@ -243,10 +243,11 @@ def _changes(home: Home, name: str, prev: Assembled, prev_jobs: Sequence[Job], r
     merged, before = _merged(home, prev_jobs)
     if before is None:
         return None
-    fixed, new = revisions.findings(merged.review.findings, review.findings)
+    # A previous revision none of whose stages ended (superseded while queued: cancelled) has no findings to compare.
+    fixed, new = revisions.findings(merged.review.findings, review.findings) if merged.used else ([], [])
     lc = (home.cfg.lists or {}).get(name)
     diff = revisions.compare(home.cfg.home / "web" / "changes", lc.tree if lc else None, before, side)
-    return {"from": {"revision": prev.revision, "key": prev.key, "url": series_url(name, prev.root)},
+    return {"from": {"revision": prev.revision, "key": prev.key, "url": series_url(name, prev.root), "reviewed": bool(merged.used)},
             "fixed": [_finding(f) for f in fixed], "new": [_finding(f) for f in new],
             "diff": {"kind": diff.kind, "why": diff.why, "text": diff.text}}
 

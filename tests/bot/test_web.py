@@ -104,7 +104,7 @@ def test_the_series_page_shows_the_review_and_what_changed_from_v1(site: str, ho
     data = get(series_url(site, home.v2) + "?format=json").json()
     assert [r["revision"] for r in data["revisions"]] == [1, 2] and [r["current"] for r in data["revisions"]] == [False, True]
     changes = data["changes"]
-    assert changes["from"] == {"revision": 1, "key": f"test/{home.v1}", "url": f"/lists/test/series/{home.v1}"}
+    assert changes["from"] == {"revision": 1, "key": f"test/{home.v1}", "url": f"/lists/test/series/{home.v1}", "reviewed": True}
     assert [(f["rule"], f["patch"]) for f in changes["fixed"]] == [("author-signoff", 2)]
     assert [f["rule"] for f in changes["new"]] == ["changelog"]  # a v2 without `Changes since v1:`
     diff = changes["diff"]
@@ -248,3 +248,15 @@ def test_a_reader_neither_writes_nor_holds_the_writers_lock(url: str) -> None:
                 assert writer.claim("static", "w", 60) is not None
                 assert writer.cancel_series("during") == 1
             assert [j.state for j in reader.select(series="during")] == ["cancelled"]
+
+
+def test_a_previous_revision_cancelled_before_it_ran_has_no_findings_to_compare(tmp_path: Path) -> None:
+    home = webhome.superseded_early(tmp_path)
+    data = web.answer(home.cfg, f"/lists/test/series/{home.v2}").data
+    changes = data["changes"]
+    assert changes["from"]["reviewed"] is False and changes["fixed"] == changes["new"] == []
+    assert data["findings"]["warning"] > 0  # v2's own findings: none of them called new
+    assert changes["diff"]["kind"] == "range-diff"  # on the base v1's apply job was keyed by, though it never ran
+    v1 = web.answer(home.cfg, "/lists/test").data["series"][1]
+    assert [s["state"] for s in v1["stages"]] == ["cancelled", "cancelled"] and v1["report"]["verdict"] == "never"
+    assert "has no finished review" in web.render(web.answer(home.cfg, f"/lists/test/series/{home.v2}"))

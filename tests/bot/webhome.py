@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench._lore import INBOX, make_inbox
+from bench._lore import INBOX, Inbox, make_inbox
 from reviewer.bot import config, loop
 from reviewer.bot.config import BotConfig
 from reviewer.tree.plainrepo import build_base_repo
@@ -62,15 +62,19 @@ def _round(lp: loop.Loop, at: float) -> None:
     loop.report(lp, BOT, time.time())
 
 
-def make(root: Path) -> Home:
-    """The home under ROOT, its series reviewed and reported (mail off: nothing is sent)."""
+def _loop(root: Path) -> tuple[loop.Loop, Inbox, Path]:
     inbox = make_inbox(root / "archive")
     inbox.deliver(mail("first@example.org", "the list's first mail", "hello\n"))
     repo = tree(root)
     path = root / "bot.toml"
     path.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = "{inbox.root / INBOX}"\nsettle = 0\nmail = "off"\n'
                     f'stages = ["static", "apply"]\ntree = "{repo}"\n')
-    lp = loop.Loop(config.load(path), fetch=False)
+    return loop.Loop(config.load(path), fetch=False), inbox, repo
+
+
+def make(root: Path) -> Home:
+    """The home under ROOT, its series reviewed and reported (mail off: nothing is sent)."""
+    lp, inbox, repo = _loop(root)
     try:
         v1 = series("api", "PATCH", SUBJECT, 2)
         v1[2] = v1[2].replace(b"Signed-off-by: Ann Author <ann@example.org>\n", b"")  # a finding v2 fixes
@@ -85,4 +89,19 @@ def make(root: Path) -> Home:
         _round(lp, time.time())
     finally:
         lp.close()
-    return Home(config.load(path), repo, "api.0@example.org", "api2.0@example.org", "evil.0@example.org")
+    return Home(lp.cfg, repo, "api.0@example.org", "api2.0@example.org", "evil.0@example.org")
+
+
+def superseded_early(root: Path) -> Home:
+    """A home whose v1 was superseded by its v2 before any of v1's jobs ran: v1's jobs are cancelled (no hostile series)."""
+    lp, inbox, repo = _loop(root)
+    try:
+        for m in series("early", "PATCH", SUBJECT, 2):
+            inbox.deliver(m)
+        loop.tick(lp, time.time())
+        for m in series("early2", "PATCH v2", SUBJECT, 2, change=" v2"):
+            inbox.deliver(m)
+        _round(lp, time.time())
+    finally:
+        lp.close()
+    return Home(lp.cfg, repo, "early.0@example.org", "early2.0@example.org", "")
