@@ -125,7 +125,7 @@ def list_view(home: Home, name: str) -> dict[str, Any] | None:
 def summary(s: Assembled, at: float, jobs: Sequence[Job]) -> dict[str, Any]:
     """One series as its list's page shows it."""
     stages = _newest(j for j in jobs if j.stage != rounds.REPORT)
-    found = Counter(f["level"] for f in _findings(stages))
+    found = Counter(f["level"] for f in _findings(_newest(j for j in jobs if j.stage != rounds.REPORT and j.state in ("done", "failed"))))
     report = _report(jobs)
     first = min((j.created for j in jobs if j.stage != rounds.REPORT), default=None)
     seconds = report.updated - first if report is not None and report.state == "done" and first is not None else None
