@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import tempfile
 import urllib.parse
 from collections import Counter
@@ -78,16 +79,38 @@ class Home:
         return self.jobs.select(series=key) if self.jobs is not None else []
 
     def list_jobs(self, name: str) -> dict[str, list[Job]]:
-        """LIST's jobs by series, oldest first."""
+        """LIST's jobs by series, oldest first; a stage job's result holds only its review's findings (_FOUND)."""
         if self.jobs is None:
             return {}
+        light = COLUMNS.replace("result", f"CASE WHEN stage = '{rounds.REPORT}' THEN result ELSE NULL END")
         with self.jobs.db.tx() as run:
-            rows = run(f"SELECT {COLUMNS} FROM jobs WHERE list = ? ORDER BY id", (name,)).fetchall()
+            jobs = [Job.of(r) for r in run(f"SELECT {light} FROM jobs WHERE list = ? ORDER BY id", (name,)).fetchall()]
+            _found(run, [j for j in jobs if j.stage != rounds.REPORT and j.state == "done"])
         out: dict[str, list[Job]] = {}
-        for r in rows:
-            job = Job.of(r)
+        for job in jobs:
+            if job.stage != rounds.REPORT and job.state == "done" and (kept := _FOUND.get(job.id)) is not None:
+                job = dataclasses.replace(job, result={"review": {"findings": kept[1]}})
             out.setdefault(job.series, []).append(job)
         return out
+
+
+# A done job's result never changes: the findings of each (a list page reads thousands of documents), by job id, with
+# the job's `updated` (a job queued and run again is read again). A served process keeps at most _KEEP.
+_FOUND: dict[int, tuple[float, list[dict[str, Any]]]] = {}
+_KEEP = 200_000
+_FINDING = ("level", "rule", "patch", "path", "line", "message")
+
+
+def _found(run: Any, done: Sequence[Job]) -> None:
+    wanted = [j.id for j in done if _FOUND.get(j.id, (None,))[0] != j.updated]
+    if len(_FOUND) + len(wanted) > _KEEP:
+        _FOUND.clear()
+    for i in range(0, len(wanted), 500):
+        chunk = wanted[i:i + 500]
+        rows = run(f"SELECT id, result, updated FROM jobs WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
+        for job_id, result, updated in rows:
+            doc = (json.loads(result) if result else {}).get("review") or {}
+            _FOUND[int(job_id)] = (float(updated), [{k: f.get(k) for k in _FINDING} for f in doc.get("findings", [])])
 
 
 def series_url(name: str, root: str) -> str:
