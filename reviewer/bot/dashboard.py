@@ -85,24 +85,24 @@ class Home:
         light = COLUMNS.replace("result", f"CASE WHEN stage = '{rounds.REPORT}' THEN result ELSE NULL END")
         with self.jobs.db.tx() as run:
             jobs = [Job.of(r) for r in run(f"SELECT {light} FROM jobs WHERE list = ? ORDER BY id", (name,)).fetchall()]
-            _found(run, [j for j in jobs if j.stage != rounds.REPORT and j.state == "done"])
+            _found(run, self.cfg.jobs_url, [j for j in jobs if j.stage != rounds.REPORT and j.state == "done"])
         out: dict[str, list[Job]] = {}
         for job in jobs:
-            if job.stage != rounds.REPORT and job.state == "done" and (kept := _FOUND.get(job.id)) is not None:
+            if job.stage != rounds.REPORT and job.state == "done" and (kept := _FOUND.get((self.cfg.jobs_url, job.id))) is not None:
                 job = dataclasses.replace(job, result={"review": {"findings": kept[1]}})
             out.setdefault(job.series, []).append(job)
         return out
 
 
 # A done job's result never changes: the findings of each (a list page reads thousands of documents), by job id, with
-# the job's `updated` (a job queued and run again is read again). A served process keeps at most _KEEP.
-_FOUND: dict[int, tuple[float, list[dict[str, Any]]]] = {}
+# the job's `updated` (a job queued and run again is read again), per jobs table. A served process keeps at most _KEEP.
+_FOUND: dict[tuple[str, int], tuple[float, list[dict[str, Any]]]] = {}
 _KEEP = 200_000
 _FINDING = ("level", "rule", "patch", "path", "line", "message")
 
 
-def _found(run: Any, done: Sequence[Job]) -> None:
-    wanted = [j.id for j in done if _FOUND.get(j.id, (None,))[0] != j.updated]
+def _found(run: Any, url: str, done: Sequence[Job]) -> None:
+    wanted = [j.id for j in done if _FOUND.get((url, j.id), (None,))[0] != j.updated]
     if len(_FOUND) + len(wanted) > _KEEP:
         _FOUND.clear()
     for i in range(0, len(wanted), 500):
@@ -110,7 +110,7 @@ def _found(run: Any, done: Sequence[Job]) -> None:
         rows = run(f"SELECT id, result, updated FROM jobs WHERE id IN ({', '.join('?' * len(chunk))})", tuple(chunk)).fetchall()
         for job_id, result, updated in rows:
             doc = (json.loads(result) if result else {}).get("review") or {}
-            _FOUND[int(job_id)] = (float(updated), [{k: f.get(k) for k in _FINDING} for f in doc.get("findings", [])])
+            _FOUND[(url, int(job_id))] = (float(updated), [{k: f.get(k) for k in _FINDING} for f in doc.get("findings", [])])
 
 
 def series_url(name: str, root: str) -> str:
