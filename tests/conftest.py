@@ -10,6 +10,8 @@ import pytest
 
 from reviewer.tree.plainrepo import build_base_repo
 
+pytest_plugins = ["tests.browsing"]  # the session's one browser (tests/browsing.py)
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SERIES = FIXTURES / "series"

@@ -15,8 +15,8 @@ import pytest
 
 from reviewer.bot import web
 from tests.bot import webhome
+from tests.browsing import WIDTH
 from tests.conftest import ROOT
-from tests.report.test_html_browser import WIDTH, browser, shots  # noqa: F401 (the fixtures)
 
 DOCS = ROOT / "docs" / "img"
 

@@ -7,7 +7,6 @@ the page with benchmarks to docs/img/review-page.png, the picture docs/html.md s
 """
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -19,35 +18,14 @@ import pytest
 from reviewer.model import Level, Review
 from reviewer.report import conclusion, html
 from reviewer.tree.plainrepo import build_base_repo
+from tests import browsing
 from tests.conftest import FIXTURES, ROOT
 from tests.helpers import review as run_review
 from tests.report import gitseries, htmlcases
 
 playwright = pytest.importorskip("playwright.sync_api", reason="the test extra installs playwright")
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"  # Debian's; `playwright install` (a download) is never run
 DOCS_PICTURE = ROOT / "docs" / "img" / "review-page.png"
-WIDTH = 1280
-
-
-@pytest.fixture(scope="session")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    if not Path(CHROMIUM).is_file():
-        pytest.skip("needs Debian's chromium (./dev deps installs it)")
-    # Started before the hermetic fixture gives each test its HOME: chromium gets one of its own (it keeps its
-    # crash reports under ~/.config/chromium; Playwright gives it a temporary profile for the rest).
-    home = tmp_path_factory.mktemp("chromium-home")
-    env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_CACHE_HOME": str(home / ".cache")}
-    with playwright.sync_playwright() as pw:
-        chromium = pw.chromium.launch(executable_path=CHROMIUM, env=env)
-        yield chromium
-        chromium.close()
-
-
-@pytest.fixture(scope="session")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    where = Path(os.environ.get("REVIEWER_SCREENSHOTS") or tmp_path_factory.getbasetemp() / "screenshots")
-    where.mkdir(parents=True, exist_ok=True)
-    return where
+WIDTH = browsing.WIDTH
 
 
 @pytest.fixture(scope="module")
