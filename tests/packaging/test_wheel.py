@@ -143,6 +143,9 @@ def dev_bin() -> Path:
     return review_script.parent
 
 
+TEMPLATES = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "reviewer").glob("*/templates/*.html"))
+
+
 def test_the_wheel_carries_the_rules_and_only_the_demo_fixtures(venv: Path, tmp_path: Path) -> None:
     (wheel,) = (venv.parent / "dist").glob("reviewer-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
@@ -150,14 +153,15 @@ def test_the_wheel_carries_the_rules_and_only_the_demo_fixtures(venv: Path, tmp_
     rules = sorted(p.name for p in (ROOT / "rules").glob("*.toml"))
     assert data == sorted([*(f"reviewer/rules/shipped/{n}" for n in [*rules, "README.md"]),
                            f"reviewer/demo_data/{DEMO_MBOX}", "reviewer/demo_data/kernel-mini.tar", "reviewer/kernel/guest_init.c",
-                           "reviewer/report/templates/review.html"])
+                           *TEMPLATES])
     assert not [n for n in names if n.startswith(("fixtures/", "rules/", "tests/"))]
     with zipfile.ZipFile(wheel) as zf:
         for name in rules + ["README.md"]:
             assert zf.read(f"reviewer/rules/shipped/{name}") == (ROOT / "rules" / name).read_bytes()
         assert zf.read(f"reviewer/demo_data/{DEMO_MBOX}") == (FIXTURES / "series" / DEMO_MBOX).read_bytes()
         assert zf.read("reviewer/kernel/guest_init.c") == (ROOT / "reviewer" / "kernel" / "guest_init.c").read_bytes()
-        assert zf.read("reviewer/report/templates/review.html") == (ROOT / "reviewer/report/templates/review.html").read_bytes()
+        for name in TEMPLATES:
+            assert zf.read(name) == (ROOT / name).read_bytes()
         (tmp_path / "t.tar").write_bytes(zf.read("reviewer/demo_data/kernel-mini.tar"))
     # The tar holds the demo tree as git records it: every file, its mode, the symlink as a symlink.
     tree = FIXTURES / "kernel-mini"
