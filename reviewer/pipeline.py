@@ -484,8 +484,13 @@ def _run_tests(applied: _Applied, request: ReviewRequest, in_vm: Arch | None = N
             worktree.widen(wt, [f"arch/{in_vm.srcarch}"])
     kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
     limit = slower_than(request.selftests.slower_than, kernels.accel if kernels else "")
+    from reviewer.selftests import kept
+
+    use = _result_policy(run, request)  # --no-cache builds and tests the base again; resultCache=false keeps nothing
     plan = selftest_stage.Plan(tuple(run.chosen), request.selftests.envs, request.selftests.bench_runs, limit,
-                               dict(request.selftests.test_env), request.selftests.benchmarks, request.selftests.test_timeout, kernels)
+                               dict(request.selftests.test_env), request.selftests.benchmarks, request.selftests.test_timeout, kernels,
+                               kept.store() if use.write else None, tuple(applied.series.touched),
+                               reuse=use.read, write=use.write)
     out = selftest_stage.run(plan, trees, scratch, run.progress)
     return selftest_stage.SelftestResults((*early.runs, *out.runs), out.benchmarks, (*early.findings, *out.findings))
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
@@ -26,10 +27,11 @@ from reviewer.model import BenchResult, Finding, Level, TestRun
 from reviewer.progress import QUIET, Progress
 from reviewer.run import ending
 from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
-from reviewer.selftests import bench, inguest
+from reviewer.selftests import baseside, bench, inguest, kept
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
 from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, on_test, run_list, run_observed
 from reviewer.selftests.where import Decision, kernel_paths
+from reviewer.store.kept import Kept
 from reviewer.verdict import BENCH_RUNS
 
 BAD = (ktap.Result.FAIL, ktap.Result.TIMEOUT, ktap.Result.ERROR)
@@ -46,6 +48,10 @@ class Plan:
     benchmarks: tuple[str, ...] = ()  # opt-in benchmarks asked for by name
     test_timeout: float = MAX_TEST_SECONDS  # --test-timeout: caps what a directory's settings file asks for
     kernels: inguest.Kernels | None = None  # --run-on vm: each tree's tests run in its own kernel (else on the host's)
+    kept: Kept | None = None  # where builds are kept (selftests/kept.py); None: built afresh, never kept
+    touched: tuple[str, ...] = ()  # the series' files: may the patched build start from the base's?
+    reuse: bool = True  # read kept builds and results (--no-cache: not)
+    write: bool = True  # keep new ones
 
 
 @dataclass(frozen=True)
@@ -68,13 +74,16 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     built: dict[str, bool] = {}
     progress.expect(len(trees))
     make_vars = plan.kernels.arch.test_vars() if plan.kernels is not None else ()  # built for the guests' architecture
+    lists: dict[str, dict[str, RunList]] = {}
+    keys: dict[str, str] = {}
     for label, wt in trees.items():
         progress.advance(f"build {' '.join(dirs)} on {label}")
-        ok, log = build(wt, dirs, sandbox, variables=make_vars)
+        ok, log, listed = _build(plan, label, wt, dirs, sandbox, make_vars, keys)
         built[label] = ok
         if not ok:
             runs.append(TestRun(f"build {' '.join(dirs)}", label, "-", ktap.Result.ERROR, 0.0, _last_error(log), log))
-    lists = {label: {d: run_list(wt, d, sandbox, variables=make_vars) for d in dirs} for label, wt in trees.items() if built[label]}
+        elif listed is not None:
+            lists[label] = listed
     runs += [TestRun(f"run list {d}", label, "-", ktap.Result.ERROR, 0.0, rl.error, rl.log)
              for label, per in lists.items() for d, rl in per.items() if rl.error]
     refs = _expand(plan.chosen, lists)
@@ -100,7 +109,8 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                         runs += [skip] if isinstance(skip, TestRun) else []
                     else:
                         asks[label].append(inguest.Item(ref, env))
-        for batch in _in_guests(plan.kernels, plan.test_timeout, asks, trees, sandbox, progress):
+        reuse = _base_reuse(plan, plan.kernels, keys.get("base", ""), asks.get("base", []))
+        for batch in _in_guests(plan.kernels, plan.test_timeout, asks, trees, sandbox, progress, reuse):
             runs += batch.runs
             seen += batch.findings
     findings = [*_build_findings(built, dirs), *_list_findings(lists), *_unlisted(asked, lists), *_compare(runs), *seen]
@@ -124,19 +134,80 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                            tuple(findings + slower))
 
 
+def _build(plan: Plan, label: str, wt: Path, dirs: list[str], sandbox: Sandbox, make_vars: Sequence[str],
+           keys: dict[str, str]) -> tuple[bool, str, dict[str, RunList] | None]:
+    """Build DIRS on the tree LABEL (worktree WT) and read their run lists: (ok, make's log, the lists). With a store
+    (plan.kept): a kept build of the same tree is restored instead, and the patched tree starts from the base's when the
+    series leaves the build's inputs alone (selftests/kept.py); a new build is kept. KEYS: each tree's key, as found."""
+    store = plan.kept
+    k = keys[label] = kept.key(wt, dirs, make_vars, plan.extra_env) if store is not None else ""
+    with kept.claimed(store, k or None):
+        if store is not None and plan.reuse and (entry := store.lookup(k)) is not None and (listed := kept.lists_of(entry)) is not None:
+            try:
+                when = kept.restore(entry, wt)
+                return True, f"(the build kept from {_stamp(when)} was used: this tree's content was built then)", listed
+            except OSError:
+                kept.clean(wt)
+        start = ""
+        base = keys.get("base")
+        if (store is not None and plan.reuse and label != "base" and base and (entry := store.lookup(base)) is not None
+                and kept.reusable(wt, plan.touched, dirs)):
+            try:
+                start = f"(make ran on top of the base's build kept from {_stamp(kept.restore(entry, wt, touched=plan.touched))})\n"
+            except OSError:
+                kept.clean(wt)
+        ok, log = build(wt, dirs, sandbox, variables=make_vars)
+        if not ok:
+            return False, start + log, None
+        listed = {d: run_list(wt, d, sandbox, variables=make_vars) for d in dirs}
+        if store is not None and plan.write:
+            kept.publish(store, k, wt, listed)
+        return True, start + log, listed
+
+
+def _stamp(when: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
+
+
+def _base_reuse(plan: Plan, kernels: inguest.Kernels, build_key: str, items: Sequence[inguest.Item]) -> baseside.Reuse | None:
+    """The base side's key, when its results may be kept: the builds are kept (a store) and its kernel built."""
+    image = kernels.images.get("base")
+    if plan.kept is None or not build_key or image is None or not items:
+        return None
+    asked = [(str(i.ref), i.env, i.args, i.timeout) for i in items]
+    key = baseside.digest(build_key, image.name, kernels.arch.name, kernels.accel, asked, plan.test_timeout, kernels.boot_timeout)
+    return baseside.Reuse(key, read=plan.reuse, write=plan.write)
+
+
+def _base_batch(reuse: baseside.Reuse, kernels: inguest.Kernels, wt: Path, items: Sequence[inguest.Item], sandbox: Sandbox,
+                cap: float) -> inguest.Batch:
+    """The base's ITEMS: the results kept for its key, else a boot, kept when its guest ran every item without a fault
+    (under the key's lock: a second review of this base waits for the first's results)."""
+    with baseside.claimed(reuse):
+        if (hit := baseside.load(reuse)) is not None:
+            return inguest.Batch(hit.runs, hit.findings, kernels.accel)
+        batch = inguest.judge(kernels, inguest.boot(kernels, "base", wt, items, sandbox, cap))
+        if not batch.kinds and not any(r.reason.startswith(inguest.NOT_RUN) for r in batch.runs):
+            baseside.store(reuse, batch.runs, batch.findings)
+        return batch
+
+
 def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[inguest.Item]], trees: dict[str, Path], sandbox: Sandbox,
-               progress: Progress) -> list[inguest.Batch]:
+               progress: Progress, reuse: baseside.Reuse | None = None) -> list[inguest.Batch]:
     """Each tree's ITEMS in its own kernel, one boot a tree, the base's and the patched one's at once when the machine
     has the cores (each guest has one vCPU; each gets a scratch of its own); the patched side's faults are then judged
-    against the base's."""
+    against the base's. REUSE: the base's key, whose kept results stand for its boot."""
     progress.expect(len(asks))
     pool = ThreadPoolExecutor(max_workers=inguest.parallel(), thread_name_prefix="guest")
-    pending: dict[str, Future[inguest.Booted]] = {}
+    pending: dict[str, Future[inguest.Booted | inguest.Batch]] = {}
     try:
         for label, items in asks.items():
             progress.advance(f"boot the {label} kernel and run {len(items)} test{'s' if len(items) != 1 else ''} in it")
             own = replace(sandbox, scratch=sandbox.scratch / f"guest-{label}")
-            pending[label] = pool.submit(inguest.boot, kernels, label, trees[label], items, own, cap)
+            if label == "base" and reuse is not None:
+                pending[label] = pool.submit(_base_batch, reuse, kernels, trees[label], items, own, cap)
+            else:
+                pending[label] = pool.submit(inguest.boot, kernels, label, trees[label], items, own, cap)
         booted = {label: f.result() for label, f in pending.items()}
     except BaseException:  # Ctrl-C: the signal stopped what was running; a thread may have started a guest just after
         for f in pending.values():
@@ -149,7 +220,7 @@ def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[ingues
     known: frozenset[str] = frozenset()  # the base guest's faults
     out = []
     for label, b in booted.items():
-        batch = inguest.judge(kernels, b, known)
+        batch = b if isinstance(b, inguest.Batch) else inguest.judge(kernels, b, known)
         known |= batch.kinds if label == "base" else frozenset()
         out.append(batch)
     return out

@@ -1,0 +1,97 @@
+#!/usr/bin/env python3
+"""A second, different series on the same base, with --run-on vm (issue 34: "costs <= 0.55x the first").
+
+On the 6.12 tree, two one-patch series on the same base, each changing lib/vdso/getrandom.c (so each
+has its own patched kernel to build and boot), reviewed one after the other with one cache, as a
+maintainer or a bot worker does:
+  `review SERIES --tree LINUX --tests vDSO:vdso_test_getrandom --env plain,timens --run-on vm --bench-runs 0`
+- first: the base's and the first series' selftests built, both kernels booted;
+- second: the base's selftest build and its rows kept from the first (the report's `where` says from
+  when), the second series' selftests built on top of the base's, only its own kernel booted.
+The guest kernels come from the real tier's kernel cache (REVIEWER_BOOT_CACHE, default
+/var/tmp/reviewer-boot-6.12: the base image is there once the tier or this bench ran): what both
+reviews pay for the patched kernel (an incremental build from the base) is the same work, and is in
+both columns. Cost is shown as wall time and as CPU time (the reviews' children: make, gcc, QEMU),
+since on 2 cores the two guests of the first review boot side by side: the base guest costs a core,
+not wall time. The bench checks that both reports give the same base results. Each pair runs ROUNDS
+times (default 2) with fresh caches (a new HOME) and new series; medians are printed.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+from _common import BIN, env, kernel, scratch
+
+from bench._cli import usage
+from bench._kernel import BOOT_CACHE, edit_series, git
+
+ROUNDS = int(os.environ.get("ROUNDS", "2"))
+SRC = "lib/vdso/getrandom.c"
+FLAGS = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
+TEST = "vDSO:vdso_test_getrandom"
+
+
+def review(mbox: Path, linux: Path, environ: dict[str, str]) -> tuple[float, float, dict[str, object]]:
+    """(wall seconds, CPU seconds of the review and its children, the JSON report)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([str(BIN / "review"), str(mbox), "--tree", str(linux), "--tests", TEST, "--env", "plain,timens",
+                           "--run-on", "vm", "--bench-runs", "0", "--no-checkpatch", "--format", "json"],
+                          env=environ, capture_output=True, text=True, check=False, timeout=7200)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1, 5):
+        raise RuntimeError(f"review exited {done.returncode}: {done.stderr[-2000:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, json.loads(done.stdout)
+
+
+def base_rows(doc: dict[str, object]) -> dict[str, tuple[str, str]]:
+    rows = doc["selftests"]
+    assert isinstance(rows, list)
+    return {r["env"]: (r["result"], r["reason"]) for r in rows if r["tree"] == "base" and r["name"] == TEST}
+
+
+def kept_rows(doc: dict[str, object]) -> int:
+    rows = doc["selftests"]
+    assert isinstance(rows, list)
+    return sum("; kept from " in r["where"] for r in rows if r["tree"] == "base")
+
+
+def main() -> None:
+    usage(__doc__)
+    linux = kernel()
+    base = git(linux, "rev-parse", "HEAD").strip()
+    firsts, seconds, cpu1, cpu2 = [], [], [], []
+    for n in range(ROUNDS):
+        with scratch("reuse") as tmp:
+            work = Path(tmp)
+            environ = {**env(work / "home"), "REVIEWER_BOOT_CACHE": BOOT_CACHE, "TMPDIR": str(work)}
+            one, _ = edit_series(linux, base, SRC, FLAGS, f"\t/* Round {n}: every buffer to the kernel. */\n\tgoto fallback_syscall;\n\n"
+                                 + FLAGS, "vdso: getrandom: Always use the syscall", "A slower vDSO getrandom().", work / "one.mbox")
+            two, _ = edit_series(linux, base, SRC, FLAGS, f"\t/* Round {n}: unknown flags go to the kernel. */\n",
+                                 "vdso: getrandom: Reword a comment", "Words only.", work / "two.mbox")
+            w1, c1, d1 = review(one, linux, environ)
+            w2, c2, d2 = review(two, linux, environ)
+            same = base_rows(d1) == base_rows(d2)
+            print(f"  round {n + 1}: first {w1:.1f} s ({c1:.1f} s CPU), second {w2:.1f} s ({c2:.1f} s CPU): "
+                  f"{w2 / w1:.2f}x wall, {c2 / c1:.2f}x CPU; base rows kept in the second: {kept_rows(d2)}; "
+                  f"same base results: {'yes' if same else 'NO'}", flush=True)
+            if not same:
+                raise SystemExit(f"the base results differ: {base_rows(d1)} != {base_rows(d2)}")
+            firsts.append(w1), seconds.append(w2), cpu1.append(c1), cpu2.append(c2)
+    m1, m2, k1, k2 = (statistics.median(x) for x in (firsts, seconds, cpu1, cpu2))
+    print(f"\n## A second series on the same base, --run-on vm (median of {ROUNDS} rounds; load {os.getloadavg()[0]:.1f})")
+    print(f"  {'':<34} {'first':>9} {'second':>9} {'ratio':>7}  target")
+    print(f"  {'wall seconds':<34} {m1:>9.1f} {m2:>9.1f} {m2 / m1:>6.2f}x  <= 0.55x")
+    print(f"  {'CPU seconds (review + children)':<34} {k1:>9.1f} {k2:>9.1f} {k2 / k1:>6.2f}x  <= 0.55x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,60 @@
+"""Issue 34 on Debian's real 6.12 tree: the base side once per base.
+
+Two different series on the same base, reviewed one after the other with the same cache (as a
+maintainer or a bot worker does): the first builds and boots both kernels; the second boots only its
+own. Its base rows are the first review's, each saying from when, and its selftests were not built
+again: the base's build was kept, and the second series' patched build started from it.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reviewer.errors import ExitStatus
+from tests.helpers import review
+from tests.realkernel.kernel import BOOT_CACHE as CACHE
+from tests.realkernel.kernel import edit_series
+from tests.realkernel.test_vm_real import TEST, _why
+
+pytestmark = [pytest.mark.slow, pytest.mark.boot]
+SRC = "lib/vdso/getrandom.c"
+FLAGS = "\t/* Handle unexpected flags by falling back to the kernel. */\n"
+
+
+def _rows(doc: dict[str, Any], tree: str) -> dict[str, dict[str, Any]]:
+    return {r["env"]: r for r in doc["selftests"] if r["tree"] == tree and r["name"] == TEST}
+
+
+def test_a_second_series_on_the_same_base_reuses_the_base_side(linux: Path, linux_head: str, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REVIEWER_BOOT_CACHE", CACHE)
+    first, _ = edit_series(linux, linux_head, SRC, FLAGS, "\t/* Let the kernel fill every buffer. */\n\tgoto fallback_syscall;\n\n" + FLAGS,
+                           "vdso: getrandom: Always use the syscall", "A slower vDSO getrandom(), on purpose.", tmp_path / "first.mbox")
+    second, _ = edit_series(linux, linux_head, SRC, FLAGS, "\t/* Flags the vDSO does not know go to the kernel. */\n",
+                            "vdso: getrandom: Reword a comment", "Words only, and a kernel to build.", tmp_path / "second.mbox")
+    args = ("--tree", linux, "--tests", TEST, "--run-on", "vm", "--bench-runs", "0", "--no-checkpatch", "--format", "json")
+    one = review(first, *args, tmp=tmp_path / "tmp1", timeout=3600)
+    assert one.rc == ExitStatus.SELFTESTS, _why(one)
+    store = Path(os.environ["XDG_CACHE_HOME"]) / "reviewer" / "selftests"
+    assert len([p for p in store.iterdir() if (p / ".complete").is_file()]) == 2  # the base's build and the first series'
+    base_one = _rows(one.json(), "base")
+    assert base_one["plain"]["result"] == "pass" and "kept from" not in base_one["plain"]["where"], base_one
+
+    two = review(second, *args, tmp=tmp_path / "tmp2", timeout=3600)
+    assert two.rc == ExitStatus.OK, _why(two)
+    doc = two.json()
+    base_two, patched_two = _rows(doc, "base"), _rows(doc, "patched")
+    # The base's rows are the first review's, saying so; the patched kernel was booted for this series.
+    row = base_two["plain"]
+    assert row["where"].startswith(base_one["plain"]["where"] + "; kept from "), row
+    assert {k: row[k] for k in ("result", "reason", "log")} == {k: base_one["plain"][k] for k in ("result", "reason", "log")}
+    assert patched_two["plain"]["result"] == "pass" and "kept from" not in patched_two["plain"]["where"], patched_two
+    # The base's guest was not booted: only the patched one's console was kept.
+    logs = sorted(p.name for p in Path(os.environ["XDG_STATE_HOME"]).rglob("guest-*.log"))
+    assert logs.count("guest-base.log") == 1 and logs.count("guest-patched.log") == 2, logs
+    # Three kept builds now: the second series' patched build was made on top of the base's (make's note in its log).
+    assert len([p for p in store.iterdir() if (p / ".complete").is_file()]) == 3
+    two.assert_nothing_left()
