@@ -26,7 +26,7 @@ from reviewer.store import dirs, diskfull
 
 ReviewHelp.others = sub_app  # the review's --help lists the other commands too
 
-SUBCOMMANDS = {"demo", "rules", "guest-root", "install-hook", "uninstall-hook", "pre-push", "bot"}
+SUBCOMMANDS = {"demo", "rules", "guest-root", "install-hook", "uninstall-hook", "pre-push", "bot", "cache"}
 
 
 def _fail(message: str, hint: str, status: int) -> int:

@@ -1,5 +1,5 @@
-"""The commands other than the review itself: rules, demo, guest-root, install-hook, uninstall-hook, pre-push, and the bot's group
-(cli/bot.py)."""
+"""The commands other than the review itself: rules, demo, guest-root, install-hook, uninstall-hook, pre-push, and the groups of
+the bot (cli/bot.py) and the cache (cli/cache.py)."""
 from __future__ import annotations
 
 import sys
@@ -11,6 +11,7 @@ import typer
 from reviewer import app, hook
 from reviewer import demo as demo_mod
 from reviewer.cli.bot import bot_app
+from reviewer.cli.cache import cache_app
 from reviewer.cli.options import HELP_OPTIONS, ColorOpt, DebugOpt, FormatOpt, WideHelp, exit_for
 from reviewer.errors import ExitStatus, UsageError
 from reviewer.kernel import arches
@@ -27,6 +28,7 @@ def _subcommands() -> None:
 
 
 sub_app.add_typer(bot_app, name="bot")
+sub_app.add_typer(cache_app, name="cache")
 
 
 @sub_app.command("rules", cls=WideHelp, help="List the rules and checks with their documentation, or validate a rules directory.")
