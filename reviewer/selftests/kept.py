@@ -38,14 +38,15 @@ from reviewer.store import dirs, results
 from reviewer.store.kept import Kept
 from reviewer.tree.git import git
 
-FORMAT = 1
+FORMAT = 2  # 2: the files keep the build's mtimes
 MAX_BYTES = 4 << 30  # a vDSO build with its headers is ~8 MB
 MAX_AGE = 30 * 24 * 3600.0
 KEPT = ("tools", "usr/include")  # where a selftest build writes
 _FILES = "files"
 _LISTS = "runlists.json"
 # What a selftest build may read without make knowing: then the base's build is not a start for the patched one.
-_UNSEEN = re.compile(r"^(tools|usr|scripts)/|(^|/)include/|\.h$|(^|/)(Makefile[^/]*|Kbuild[^/]*|[^/]*\.mk)$")
+# A syscall table (.tbl) is one: `make headers` writes the uapi unistd headers from it.
+_UNSEEN = re.compile(r"^(tools|usr|scripts)/|(^|/)include/|\.(h|tbl)$|(^|/)(Makefile[^/]*|Kbuild[^/]*|[^/]*\.mk)$")
 
 
 def store() -> Kept:
@@ -81,9 +82,11 @@ def reusable(wt: Path, touched: Iterable[str], dirs: Sequence[str]) -> bool:
 
 
 def restore(entry: Path, wt: Path, *, touched: Iterable[str] = ()) -> float:
-    """The files of ENTRY into WT (newer than any file the checkout wrote); then the TOUCHED files newer still,
-    so that make rebuilds what lists them. When the entry was published."""
+    """The files of ENTRY into WT, newer than any file the checkout wrote and in the order the build wrote them (a
+    program stays newer than its objects, however slow the copy); then the TOUCHED files newer still, so that make
+    rebuilds what lists them. When the entry was published."""
     files = entry / _FILES
+    copied: list[tuple[int, Path]] = []  # (the build's mtime, the restored file)
     for top, _dirs, names in os.walk(files):
         rel = Path(top).relative_to(files)
         (wt / rel).mkdir(parents=True, exist_ok=True)
@@ -95,12 +98,20 @@ def restore(entry: Path, wt: Path, *, touched: Iterable[str] = ()) -> float:
                 os.symlink(os.readlink(src), dst)
             else:
                 shutil.copyfile(src, dst)
-                os.chmod(dst, stat.S_IMODE(src.stat().st_mode))
-    later = time.time() + 0.05  # make compares nanoseconds; a second ahead would be "clock skew"
+                st = src.stat()
+                os.chmod(dst, stat.S_IMODE(st.st_mode))
+                copied.append((st.st_mtime_ns, dst))
+    # The build's order kept, each later time a microsecond after the one before, all after now (make compares
+    # nanoseconds; a second ahead would be "clock skew").
+    now = time.time_ns()
+    rank = {t: i for i, t in enumerate(sorted({t for t, _ in copied}))}
+    for t, dst in copied:
+        os.utime(dst, ns=(now + rank[t] * 1000, now + rank[t] * 1000))
+    later = now + len(rank) * 1000 + 50_000_000
     for p in touched:
         with contextlib.suppress(OSError):
             if (wt / p).is_file() and not (wt / p).is_symlink():
-                os.utime(wt / p, (later, later))
+                os.utime(wt / p, ns=(later, later))
     return (entry / ".complete").stat().st_mtime
 
 
@@ -129,6 +140,7 @@ def save(into: Path, wt: Path, lists: dict[str, RunList]) -> None:
         elif stat.S_ISREG(st.st_mode):
             shutil.copyfile(src, dst, follow_symlinks=False)
             os.chmod(dst, stat.S_IMODE(st.st_mode))
+            os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns))  # the build's order, which restore() keeps
     (into / _LISTS).write_text(json.dumps({d: {"tests": list(rl.tests), "others": [list(o) for o in rl.others]}
                                            for d, rl in lists.items()}))
 
@@ -143,9 +155,10 @@ def claimed(kept: Kept | None, k: str | None) -> Iterator[None]:
         yield
 
 
-def publish(kept: Kept, k: str, wt: Path, lists: dict[str, RunList]) -> None:
-    """Keep WT's build (best effort: a full disk or a vanished file only loses the saving)."""
+def publish(kept: Kept, k: str, wt: Path, lists: dict[str, RunList], *, replace: bool = False) -> None:
+    """Keep WT's build (best effort: a full disk or a vanished file only loses the saving); REPLACE: in place of
+    a kept one (a build made again on purpose)."""
     if any(rl.error for rl in lists.values()):
         return
     with contextlib.suppress(OSError, CommandError):
-        kept.publish(k, lambda into: save(into, wt, lists))
+        kept.publish(k, lambda into: save(into, wt, lists), replace=replace)

@@ -161,7 +161,7 @@ def _build(plan: Plan, label: str, wt: Path, dirs: list[str], sandbox: Sandbox, 
             return False, start + log, None
         listed = {d: run_list(wt, d, sandbox, variables=make_vars) for d in dirs}
         if store is not None and plan.write:
-            kept.publish(store, k, wt, listed)
+            kept.publish(store, k, wt, listed, replace=not plan.reuse)  # --no-cache: this build replaces the kept one
         return True, start + log, listed
 
 

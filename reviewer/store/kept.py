@@ -57,26 +57,37 @@ class Kept:
             return None
         return entry
 
-    def publish(self, key: str, fill: Callable[[Path], None]) -> Path:
+    def publish(self, key: str, fill: Callable[[Path], None], *, replace: bool = False) -> Path:
         """Entry KEY made by FILL(directory) in a private directory, then renamed into place; an entry another
-        writer published first wins (the caller's lock makes that rare). FILL's exception publishes nothing."""
+        writer published first wins (the caller's lock makes that rare), unless REPLACE (a build made again on
+        purpose, --no-cache): then the old entry is renamed aside first and removed. FILL's exception publishes
+        nothing and leaves the old entry."""
         final = self.path(key)
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.root / f".tmp-{key}-{os.getpid()}-{time.monotonic_ns()}"
+        tmp = self._private(key)
         tmp.mkdir()
+        old: Path | None = None
         try:
             fill(tmp)
             (tmp / STAMP).write_text(f"{time.time():.0f}\n")
+            if replace and final.exists():
+                old = self._private(key)
+                os.rename(final, old)  # a reader now finds no entry, never half of one
             try:
                 os.rename(tmp, final)
             except OSError:  # published meanwhile (ENOTEMPTY/EEXIST): keep the first
                 if self.lookup(key) is None:
                     raise
         finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
+            for leftover in (tmp, old):
+                if leftover is not None and leftover.exists():
+                    shutil.rmtree(leftover, ignore_errors=True)
         self.prune(keep=key)
         return final
+
+    def _private(self, key: str) -> Path:
+        """A name beside the entries that no lookup returns and prune() removes once its writer is gone."""
+        return self.root / f".tmp-{key}-{os.getpid()}-{time.monotonic_ns()}"
 
     def locked(self, key: str) -> contextlib.AbstractContextManager[None]:
         """Hold KEY's lock (flock: released when the process dies, even by SIGKILL)."""
