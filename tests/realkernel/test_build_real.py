@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import time
 from pathlib import Path
 from typing import Any
 
@@ -157,6 +158,16 @@ def test_ctrl_c_during_a_build_stops_make_and_the_next_build_is_whole(linux: Pat
     sort = show(linux, linux_head, "lib/sort.c")
     mbox = _series(linux, linux_head, tmp_path, "c", [("lib/sort: a comment", {"lib/sort.c": sort.replace(SORT, SORT + "\t/* c */\n", 1)})])
     env = {"REVIEWER_BOOT_CACHE": str(cold_cache)}
+    # kill -9 first (issue 34): nothing can run at the end of the review, yet what make half wrote is never trusted.
+    killed = start(mbox, "--tree", linux, "--no-tests", "--no-checkpatch", "--build", "--format", "json", tmp=tmp_path / "tmp", env=env)
+    wait_until(killed, lambda: bool(_makes(cold_cache)), timeout=600, what="make in the build stage")
+    killed.send(signal.SIGKILL)
+    assert killed.finish(timeout=60)[0] == -signal.SIGKILL
+    deadline = time.monotonic() + 30
+    while _makes(cold_cache):  # the sandbox dies with its parent: make and the compilers with it
+        assert time.monotonic() < deadline, _makes(cold_cache)
+        time.sleep(0.1)
+    assert list(cold_cache.glob("check-*.building")), "the killed build directory is marked half-built"
     run = start(mbox, "--tree", linux, "--no-tests", "--no-checkpatch", "--build", "--format", "json", tmp=tmp_path / "tmp", env=env)
     wait_until(run, lambda: bool(_makes(cold_cache)), timeout=600, what="make in the build stage")
     run.send(signal.SIGINT)
@@ -168,6 +179,7 @@ def test_ctrl_c_during_a_build_stops_make_and_the_next_build_is_whole(linux: Pat
     assert again.rc == ExitStatus.OK, again.stderr
     (x86,) = again.json()["builds"]
     assert [s["status"] for s in x86["steps"]] == ["built", "built"] and not list(cold_cache.glob("check-*.building"))
+    assert f"(pid {killed.proc.pid})" in run.stderr  # the worktrees the killed review left in TMPDIR were removed by the next one
 
 
 def test_build_timeout_stops_the_stage_with_a_warning(linux: Path, linux_head: str, tmp_path: Path, cold_cache: Path) -> None:
