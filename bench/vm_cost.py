@@ -22,7 +22,9 @@ On the 6.12 tree, per guest architecture (--arch x86_64,ppc64le,ppc32,arm64,risc
   worktree, and one `vng --exec` per kernel running the test plainly and in `unshare -r -T`.
 - with --cold: the first build of the guest kernel, an empty cache and ccache against an empty build
   directory and ccache by hand (4-6.5 min each at -j2, measured 2026-12-04).
-Without --cold the kernel cache is the test suite's (REVIEWER_BOOT_CACHE, default
+Without --cold the review's HOME (its kept selftest builds and base results) is kept from the run before, as the
+hand worktrees are: run it twice, the second is the warm figure. Without --cold the kernel cache is the test
+suite's (REVIEWER_BOOT_CACHE, default
 /var/tmp/reviewer-boot-6.12: its guest build directory and ccache are warm after the real tier), and so are
 the guest roots of ppc64le and arm64 (REVIEWER_GUEST_ROOTS, default /var/tmp/reviewer-guest-roots: checked
 before anything is built),
@@ -220,8 +222,11 @@ def one(arch: Arch, *, cold: bool) -> None:
              ("boot to the first test: reviewer.kernel.guest.run", ours_boot, ours_boot / by_hand, f"median of {RUNS}")]
     # The whole review against the hand workflow.
     mbox = format_patch(repo, base, patched, WORK / "series.mbox")
-    home = WORK / "home"
-    shutil.rmtree(home, ignore_errors=True)
+    # The review's HOME: fresh with --cold; else kept from the run before, as the hand worktrees are (its kept selftest
+    # builds and base results are a reviewer's kept worktrees: issue 34).
+    home = WORK / f"home-{arch.name}"
+    if cold:
+        shutil.rmtree(home, ignore_errors=True)
     environ = {**env(home), "REVIEWER_BOOT_CACHE": str(cache), "TMPDIR": str(WORK / "tmp"),
                "REVIEWER_KERNEL_CACHE": os.environ.get("REVIEWER_KERNEL_CACHE", str(repo)),
                "REVIEWER_GUEST_ROOTS": str(root.location(arch).parent)}
