@@ -22,8 +22,8 @@ from pathlib import Path
 
 from reviewer.compile import diag, objects, sources, vdso
 from reviewer.errors import CommandError
+from reviewer.kernel import configured, srctree
 from reviewer.kernel import make as kmake
-from reviewer.kernel import srctree
 from reviewer.kernel.arches import Arch
 from reviewer.progress import QUIET, Progress
 from reviewer.run.sandbox import Sandbox
@@ -130,6 +130,7 @@ def _prune(cache: Path, keep: Path) -> None:
     for old in dirs[KEEP_BUILDS - 1:]:
         shutil.rmtree(old, ignore_errors=True)
         old.with_name(old.name + ".building").unlink(missing_ok=True)
+        configured.forget(old)
 
 
 def _step(box: kmake.Box, commit: Commit, plan: BuildPlan, target: Arch, lines: tuple[str, ...],
@@ -139,19 +140,8 @@ def _step(box: kmake.Box, commit: Commit, plan: BuildPlan, target: Arch, lines: 
     if commit.index and not any(objects.compiled(p, target) for p in commit.touched):
         return Step(commit.index, "skipped", detail=f"changes nothing {target.name} compiles ({_some(commit.touched)})"), ()
     srctree.checkout(plan.git, commit.sha, src)
-    not_kept: tuple[str, ...] = ()
     try:
-        # The base is configured from scratch (the build directory may hold another series' Kconfig
-        # answers); a patch that changes a Kconfig file gets the fragment again (a symbol it adds).
-        # A base configured before (the stamp names its commit) keeps its .config: no Kconfig run.
-        stamp = out / ".reviewer-configured"
-        if not commit.index and _stamp(stamp) != commit.sha or commit.index and _kconfig(commit):
-            stamp.unlink(missing_ok=True)
-            not_kept = kmake.configure(box, lines, left)
-            if not commit.index:
-                stamp.write_text(commit.sha + "\n" + "\n".join(not_kept))
-        elif not commit.index:
-            not_kept = tuple(ln for ln in _stamp(stamp, 1).splitlines() if ln)
+        not_kept = _configuration(box, commit, plan.git, lines, left)
     except CommandError as exc:
         if exc.timeout is not None:
             return Step(commit.index, "timeout", time.monotonic() - start, detail="--build-timeout reached while configuring"), ()
@@ -202,14 +192,24 @@ def _kconfig(commit: Commit) -> bool:
     return any(p.rsplit("/", 1)[-1].startswith("Kconfig") for p in commit.touched)
 
 
-def _stamp(path: Path, part: int = 0) -> str:
-    """The configured base commit (PART 0) or the lines its configuration did not keep (PART 1)."""
-    try:
-        text = path.read_text() if path.is_file() and not path.is_symlink() else ""
-    except OSError:
-        text = ""
-    head, _, rest = text.partition("\n")
-    return rest if part else head
+def _configuration(box: kmake.Box, commit: Commit, repo: Path, lines: tuple[str, ...], left: float) -> tuple[str, ...]:
+    """Configure the build directory for COMMIT when it needs it; the fragment lines olddefconfig did not keep.
+
+    The base keeps the directory's configuration when a fresh one would be the same (kernel/configured.py: the same
+    fragment and make variables, its .config as our configure left it, and no file Kconfig reads changed since the
+    commit it was made for): a list's series come on a few bases that differ in C files, and tinyconfig +
+    olddefconfig (8 s on 2 cores) at each switch between them was most of a base step. Else it is configured from
+    scratch (the directory may hold another series' Kconfig answers). A patch that changes a Kconfig file gets the
+    fragment again (a symbol it adds), and the configuration is then no base's."""
+    if commit.index and not _kconfig(commit):
+        return ()
+    if not commit.index and (kept := configured.kept(repo, box.out, commit.sha, lines, box.variables)) is not None:
+        return kept
+    configured.forget(box.out)
+    not_kept = kmake.configure(box, lines, left)
+    if not commit.index:
+        configured.remember(box.out, commit.sha, lines, box.variables, not_kept)
+    return not_kept
 
 
 def _forget(out: Path, goal: str) -> None:
