@@ -53,28 +53,19 @@ def review(mbox: Path, linux: Path, environ: dict[str, str]) -> tuple[float, flo
     return wall, cpu, json.loads(done.stdout)
 
 
+def listed(doc: dict[str, object], key: str) -> list[dict[str, Any]]:
+    """The report's list KEY (selftests: its rows; stages)."""
+    out = doc[key]
+    assert isinstance(out, list)
+    return out
+
+
 def base_rows(doc: dict[str, object]) -> dict[str, tuple[str, str]]:
-    rows = doc["selftests"]
-    assert isinstance(rows, list)
-    return {r["env"]: (r["result"], r["reason"]) for r in rows if r["tree"] == "base" and r["name"] == TEST}
-
-
-def stages(doc: dict[str, object]) -> list[dict[str, Any]]:
-    out = doc["stages"]
-    assert isinstance(out, list)
-    return out
-
-
-def rows(doc: dict[str, object]) -> list[dict[str, Any]]:
-    out = doc["selftests"]
-    assert isinstance(out, list)
-    return out
+    return {r["env"]: (r["result"], r["reason"]) for r in listed(doc, "selftests") if r["tree"] == "base" and r["name"] == TEST}
 
 
 def kept_rows(doc: dict[str, object]) -> int:
-    rows = doc["selftests"]
-    assert isinstance(rows, list)
-    return sum("; kept from " in r["where"] for r in rows if r["tree"] == "base")
+    return sum("; kept from " in r["where"] for r in listed(doc, "selftests") if r["tree"] == "base")
 
 
 def main() -> None:
@@ -100,8 +91,9 @@ def main() -> None:
             if not same:
                 raise SystemExit(f"the base results differ: {base_rows(d1)} != {base_rows(d2)}")
             for label, d in (("first", d1), ("second", d2)):
-                print(f"    {label}: " + ", ".join(f"{st['name']} {st['seconds']:.1f} s" for st in stages(d) if st["seconds"] >= 0.1)
-                      + "; rows: " + ", ".join(f"{r['tree']}/{r['env']} {r['seconds']:.1f} s" for r in rows(d)), flush=True)
+                said = (f"{st['name']} {st['seconds']:.1f} s" for st in listed(d, "stages") if st["seconds"] >= 0.1)
+                ran = (f"{r['tree']}/{r['env']} {r['seconds']:.1f} s" for r in listed(d, "selftests"))
+                print(f"    {label}: {', '.join(said)}; rows: {', '.join(ran)}", flush=True)
             firsts.append(w1), seconds.append(w2), cpu1.append(c1), cpu2.append(c2)
     m1, m2, k1, k2 = (statistics.median(x) for x in (firsts, seconds, cpu1, cpu2))
     print(f"\n## A second series on the same base, --run-on vm (median of {ROUNDS} rounds; load {os.getloadavg()[0]:.1f})")
