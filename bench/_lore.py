@@ -1,15 +1,16 @@
 """A local lore: a public-inbox with one inbox, served by public-inbox-httpd on a loopback port.
 
 The fetch tests (tests/fetch/conftest.py) and bench/cache_second_review.py start theirs with these
-(bench/ does not import tests/)."""
+(bench/ does not import tests/); the bot's benches mirror it for the bot with bot_site()."""
 from __future__ import annotations
 
+import json
 import mailbox
 import os
 import socket
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,3 +104,19 @@ def _wait_until_up(httpd: Httpd, seconds: float = 20.0) -> bool:
             pass
         time.sleep(0.05)
     return False
+
+
+def bot_site(work: Path, url: str, lists: Callable[[str], str], git_config: Mapping[str, str] | None = None) -> Path:
+    """The bot's side of a bench: the archive at URL mirrored with public-inbox-clone into WORK/mirror, and the bot's
+    configuration file in a git repository (WORK/bot: its From: address and GIT_CONFIG's keys); LISTS(the mirror's path,
+    as a TOML string) gives its [lists.*] tables. The configuration file's path."""
+    mirror = work / "mirror"
+    subprocess.run(["public-inbox-clone", "-q", url, str(mirror)], check=True, capture_output=True, timeout=600)
+    conf = work / "bot"
+    conf.mkdir()
+    subprocess.run(["git", "init", "-q", str(conf)], check=True)
+    for key, value in {"user.name": "reviewer-bot", "user.email": "bot@example.org", **(git_config or {})}.items():
+        subprocess.run(["git", "-C", str(conf), "config", key, value], check=True)
+    config = conf / "bot.toml"
+    config.write_text('[bot]\nhome = "state"\n\n' + lists(json.dumps(str(mirror))))
+    return config

@@ -1,9 +1,13 @@
-"""What a run left behind, read from /proc and git: the interrupt benchmark's probes.
+"""What a run left behind, read from /proc and git: the interrupt benchmark's probes; and stopping what a bench started.
 
 The interrupt tests import them from here too (bench/ does not import tests/)."""
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 
 from bench._kernel import git
@@ -61,3 +65,20 @@ def named_below(root: Path, prefix: str) -> list[Path]:
                 keep.append(d)
         dirs[:] = keep
     return found
+
+
+def stop_groups(procs: Sequence[subprocess.Popen[bytes]], sig: int, grace: float) -> None:
+    """Stop PROCS, each the leader of a process group of its own (start_new_session): SIG to every group, SIGKILL to a
+    group whose leader has not ended GRACE seconds later, and SIGKILL to whatever of each group is still there."""
+    for p in procs:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, sig)
+    for p in procs:
+        try:
+            p.wait(grace)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)

@@ -31,7 +31,6 @@ import email
 import email.policy
 import email.utils
 import importlib.util
-import json
 import os
 import random
 import shutil
@@ -49,7 +48,8 @@ from typing import Any
 from _common import AUTHOR, ROOT, env, scratch, table
 
 from bench._cli import usage
-from bench._lore import ADDRESS, Inbox, free_port, make_inbox, start_httpd
+from bench._lore import ADDRESS, Inbox, bot_site, free_port, make_inbox, start_httpd
+from bench._procs import stop_groups
 
 SERIES = int(os.environ.get("SERIES", "20"))
 INTERVAL = float(os.environ.get("INTERVAL", "5"))
@@ -120,19 +120,9 @@ def httpd(inbox: Inbox, log: Path) -> Iterator[str]:
 
 
 def site(work: Path, url: str, port: int) -> Path:
-    """The mirror (public-inbox-clone), and the bot's config file in a git repository holding the sendemail.* keys."""
-    mirror = work / "mirror"
-    subprocess.run(["public-inbox-clone", "-q", url, str(mirror)], check=True, capture_output=True, timeout=120)
-    conf = work / "bot"
-    conf.mkdir()
-    subprocess.run(["git", "init", "-q", str(conf)], check=True)
-    for key, value in {"user.name": "reviewer-bot", "user.email": "bot@example.org", "sendemail.smtpServer": "127.0.0.1",
-                       "sendemail.smtpServerPort": str(port)}.items():
-        subprocess.run(["git", "-C", str(conf), "config", key, value], check=True)
-    config = conf / "bot.toml"
-    config.write_text(f'[bot]\nhome = "state"\n\n[lists.test]\nmirror = {json.dumps(str(mirror))}\nmail = "author+list"\n'
-                      f'settle = {SETTLE:g}\nquiet_on_clean = false\n')
-    return config
+    """The mirror and the bot's configuration (_lore.bot_site), mailing through the SMTP server on PORT."""
+    return bot_site(work, url, lambda mirror: f'[lists.test]\nmirror = {mirror}\nmail = "author+list"\nsettle = {SETTLE:g}\n'
+                    'quiet_on_clean = false\n', {"sendemail.smtpServer": "127.0.0.1", "sendemail.smtpServerPort": str(port)})
 
 
 @contextlib.contextmanager
@@ -144,15 +134,7 @@ def bot(config: Path, environ: dict[str, str], log: Path) -> Iterator[subprocess
     try:
         yield proc
     finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)  # anything of its group still there after the bot ended
+        stop_groups([proc], signal.SIGTERM, 60)
 
 
 def replies(smtp: Smtp) -> dict[str, float]:

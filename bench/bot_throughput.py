@@ -47,6 +47,7 @@ from pathlib import Path
 from _common import ROOT, RUNS, env, scratch, table
 
 from bench._cli import usage
+from bench._procs import stop_groups
 
 JOBS = int(os.environ.get("JOBS", "40"))
 MBOX = Path(os.environ.get("MBOX", ROOT / "fixtures/series/loongarch-vdso-getrandom-v4.mbox"))
@@ -84,14 +85,7 @@ def consumers(settings: dict[str, str], pool: str, layout: tuple[int, ...], envi
     try:
         yield
     finally:
-        for p in procs:
-            os.killpg(p.pid, signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
+        stop_groups(procs, signal.SIGTERM, 30)
 
 
 def through_queue(work: Path, tag: str, queue_url: str, layout: tuple[int, ...], environ: dict[str, str], stage: str = "static", *,

@@ -56,8 +56,9 @@ from _common import ROOT, env, kernel, scratch
 
 from bench import _daystats
 from bench._kernel import commit, format_patch, git, show
-from bench._lore import ADDRESS, Inbox, make_inbox, start_httpd
+from bench._lore import ADDRESS, Inbox, bot_site, make_inbox, start_httpd
 from bench._meter import Meter
+from bench._procs import stop_groups
 
 SERIES = int(os.environ.get("SERIES", "100"))
 SEED = int(os.environ.get("SEED", "1"))
@@ -136,18 +137,9 @@ def write_series(linux: Path, s: Planned, out: Path) -> list[bytes]:
 
 
 def site(work: Path, linux: Path, url: str) -> Path:
-    """The mirror (public-inbox-clone), and the bot's configuration in a git repository (its From: address)."""
-    mirror = work / "mirror"
-    subprocess.run(["public-inbox-clone", "-q", url, str(mirror)], check=True, capture_output=True, timeout=600)
-    conf = work / "bot"
-    conf.mkdir()
-    subprocess.run(["git", "init", "-q", str(conf)], check=True)
-    for key, value in {"user.name": "reviewer-bot", "user.email": "bot@example.org"}.items():
-        subprocess.run(["git", "-C", str(conf), "config", key, value], check=True)
-    config = conf / "bot.toml"
-    config.write_text(f'[bot]\nhome = "state"\n\n[lists.day]\nmirror = {json.dumps(str(mirror))}\ntree = {json.dumps(str(linux))}\n'
-                      'stages = ["static", "apply", "build"]\narches = ["x86_64"]\nmail = "off"\nsettle = 60\n')
-    return config
+    """The mirror and the bot's configuration (_lore.bot_site): static, apply and build for x86_64 on LINUX, mail off."""
+    return bot_site(work, url, lambda mirror: f'[lists.day]\nmirror = {mirror}\ntree = {json.dumps(str(linux))}\n'
+                    'stages = ["static", "apply", "build"]\narches = ["x86_64"]\nmail = "off"\nsettle = 60\n')
 
 
 @contextlib.contextmanager
@@ -164,17 +156,7 @@ def bot(config: Path, environ: dict[str, str], meter: Meter, logs: Path) -> Iter
                                               stdout=out, stderr=out, start_new_session=True))
         yield
     finally:
-        for p in procs:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGINT)
-        for p in procs:
-            try:
-                p.wait(60)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
-                p.wait()
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(p.pid, signal.SIGKILL)  # anything of its group still there
+        stop_groups(procs, signal.SIGINT, 60)
 
 
 def progress(home: Path) -> tuple[int, int, dict[str, int]]:
