@@ -93,6 +93,10 @@ class Kept:
         """Hold KEY's lock (flock: released when the process dies, even by SIGKILL)."""
         return locked(self.root / ".locks", self.path(key).name)
 
+    def lock_file(self, key: str) -> Path:
+        """The file whose flock is KEY's lock (locked() holds it; a reader may test it without waiting)."""
+        return lock_file(self.root / ".locks", self.path(key).name)
+
     def entries(self) -> list[Entry]:
         """The published entries, the most recently used first."""
         out = []
@@ -126,9 +130,9 @@ class Kept:
 
     def _remove(self, key: str, path: Path) -> bool:
         """Remove PATH if nobody holds KEY's lock (a writer, or a review reading the entry under it)."""
-        locks = self.root / ".locks"
-        locks.mkdir(parents=True, exist_ok=True)
-        with open(locks / f"{key}.lock", "w") as f:
+        lock = self.lock_file(key)
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as f:
             try:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -141,12 +145,18 @@ class Kept:
 def locked(locks: Path, key: str) -> Iterator[None]:
     """Hold the lock of KEY (a hex digest) in the directory LOCKS: one writer per key, across processes
     (flock: released when its holder dies, even by SIGKILL)."""
-    if not _KEY.match(key):
-        raise ValueError(f"not a key: {key!r}")
+    lock = lock_file(locks, key)
     locks.mkdir(parents=True, exist_ok=True)
-    with open(locks / f"{key}.lock", "w") as f:
+    with open(lock, "w") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         yield
+
+
+def lock_file(locks: Path, key: str) -> Path:
+    """The lock file of KEY (a hex digest) in the directory LOCKS."""
+    if not _KEY.match(key):
+        raise ValueError(f"not a key: {key!r}")
+    return locks / f"{key}.lock"
 
 
 def tree_size(path: Path) -> int:

@@ -100,7 +100,7 @@ def _builds(layout: inv.Layout, ask: Ask) -> Pruned:
     age, limit = _tight(kept.max_age, ask.older_than), _tight(kept.max_bytes, ask.max_bytes)
     due = select(inv.builds(kept), age, limit, ask.now)
     if ask.dry_run:
-        busy = {i.name for i in due if not _free(kept.root / ".locks" / f"{i.name}.lock")}
+        busy = {i.name for i in due if not _free(kept.lock_file(i.name))}
         gone = [i for i in due if i.name not in busy]
     else:
         removed = kept.prune(max_bytes=limit, max_age=age, now=ask.now)
