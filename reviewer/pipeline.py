@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -289,8 +289,9 @@ def _apply(run: _Run, request: ReviewRequest, series: Series, chosen: _Base) -> 
     tree, policy = request.source.tree, _result_policy(run, request)
     # Selftests build in the worktree (and --boot keeps it broad too); else git am and the listings alone read it: narrow.
     build = bool(request.selftests.wanted or request.boot.run)  # --build reads only the commits: narrow will do
-    patched, results, cached, run.head = applycache.apply(tree, base, series, policy, reuse=not build,
-                                                stack=run.stack, open_worktree=lambda: _worktree(run, series, tree, base, build=build))
+    more = _guest_dirs(request, series) if request.selftests.wanted else []
+    patched, results, cached, run.head = applycache.apply(tree, base, series, policy, reuse=not build, stack=run.stack,
+                                                          open_worktree=lambda: _worktree(run, series, tree, base, build=build, more=more))
     run.apply = ApplyResult(base, source, results)
     failed = run.apply.failed
     if failed is not None:
@@ -306,14 +307,27 @@ def _result_policy(run: _Run, request: ReviewRequest) -> resultcache.CacheUse:
     return resultcache.CacheUse.of(no_cache=request.source.no_cache, enabled=run.config.result_cache is not False)
 
 
-def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool = True) -> AbstractContextManager[Path]:
+def _worktree(run: _Run, series: Series, tree: Path, base: str, *, build: bool = True,
+              more: Sequence[str] = ()) -> AbstractContextManager[Path]:
     """A throw-away worktree, or a reusable one from the cache (git config reviewer.reuseWorktrees).
-    BUILD: selftests or a kernel build will use it (else only git am and the listings read it)."""
+    BUILD: selftests or a kernel build will use it (else only git am and the listings read it); MORE: directories
+    it needs whole."""
     from reviewer.apply import worktree
 
     if run.config.reuse_worktrees:
-        return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build=build)
-    return worktree.isolated(tree, base, series.touched, build=build)
+        return worktree.cached(tree, base, series.touched, cache.root() / "worktrees", build=build, more=more)
+    return worktree.isolated(tree, base, series.touched, build=build, more=more)
+
+
+def _guest_dirs(request: ReviewRequest, series: Series) -> list[str]:
+    """The arch/ directory the selftests are built for when they will run in guests (its tests need `make ARCH=x
+    headers`, which reads it), checked out with the worktrees: [] when they run on the host."""
+    from reviewer.selftests import where as placement
+
+    assert request.source.tree is not None
+    where = placement.decide(series.touched, request.selftests.run_on, request.source.tree, request.build.arches)
+    guest = where.arch or where.root
+    return [f"arch/{guest.srcarch}"] if guest is not None and (where.vm or where.root) else []
 
 
 def _build(run: _Run, request: ReviewRequest, series: Series, base: _Base, patched: Path | None) -> Done[None]:
@@ -470,18 +484,20 @@ class _Applied:
 def _run_tests(applied: _Applied, request: ReviewRequest, in_vm: Arch | None = None) -> selftest_stage.SelftestResults:
     """Build and run the chosen selftests on a base worktree and on the patched one (a seam for the tests);
     IN_VM: each in its own kernel of that architecture, built from the tree's commit and booted."""
+    from reviewer.apply import worktree
     from reviewer.selftests import stage as selftest_stage
+    from reviewer.selftests.trees import Later, Tree
 
-    run = applied.run
-    assert request.source.tree is not None
-    base_wt = run.stack.enter_context(_worktree(run, applied.series, request.source.tree, applied.base.commit))
+    run, tree = applied.run, request.source.tree
+    assert tree is not None
     scratch = Path(run.stack.enter_context(tempfile.TemporaryDirectory(prefix="reviewer-run-")))
-    trees = {"base": base_wt, "patched": applied.patched}
-    if in_vm is not None:  # the tests are built for the guest's architecture: its arch/ dir, even if the series leaves it alone
-        from reviewer.apply import worktree
+    widen = [f"arch/{in_vm.srcarch}"] if in_vm is not None else []  # the tests are built for the guest's architecture: its arch/
 
-        for wt in trees.values():
-            worktree.widen(wt, [f"arch/{in_vm.srcarch}"])
+    def base_wt() -> Path:  # made only if its files are needed (selftests/trees.py)
+        return run.stack.enter_context(_worktree(run, applied.series, tree, applied.base.commit, more=widen))
+
+    trees: dict[str, Tree] = {"base": Later(applied.base.commit, applied.patched, base_wt), "patched": applied.patched}
+    worktree.widen(applied.patched, widen)  # even if the series leaves it alone (checked out at the apply: nothing to do)
     kernels, early = _guest_kernels(applied, request, in_vm) if in_vm else (None, selftest_stage.SelftestResults((), (), ()))
     limit = slower_than(request.selftests.slower_than, kernels.accel if kernels else "")
     from reviewer.selftests import kept

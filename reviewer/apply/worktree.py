@@ -19,7 +19,7 @@ import hashlib
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from reviewer.errors import CommandError, ConfigError
@@ -150,21 +150,25 @@ def widen(wt: Path, dirs: list[str]) -> list[str]:
     return new
 
 
-def _patterns(tree: Path, base: str, touched: list[str] | None, *, build: bool) -> list[str] | None:
-    """The sparse patterns of a new worktree, or None for a full checkout."""
+def _patterns(tree: Path, base: str, touched: list[str] | None, *, build: bool, more: Sequence[str] = ()) -> list[str] | None:
+    """The sparse patterns of a new worktree, or None for a full checkout; MORE: directories a build needs whole."""
     if touched is None:
         return None
     if not build:
         return sparse_patterns(touched, build=False)  # whatever the tree's size: git am reads only these
-    return sparse_patterns(touched) if _file_count(tree, base) > SPARSE_ABOVE else None
+    if _file_count(tree, base) <= SPARSE_ABOVE:
+        return None
+    have = sparse_patterns(touched)
+    return [*have, *(p for p in dict.fromkeys(f"/{_literal(d)}/" for d in more) if p not in have)]
 
 
 @contextlib.contextmanager
-def isolated(tree: Path, base: str, touched: list[str] | None = None, *, build: bool = True) -> Iterator[Path]:
+def isolated(tree: Path, base: str, touched: list[str] | None = None, *, build: bool = True, more: Sequence[str] = ()) -> Iterator[Path]:
     """A detached worktree of TREE at BASE in a temporary directory; always removed.
 
     With TOUCHED, only what is needed is checked out (sparse_patterns()): for `git am` alone
-    (BUILD false) always; for a build, on a large tree. The directory exists (empty, named after
+    (BUILD false) always; for a build, on a large tree, with the directories MORE whole (the guests'
+    arch/: checking it out now costs less than widen() later). The directory exists (empty, named after
     us) before git registers it, and is removed without walking it (leftovers.drop_worktree()):
     after a signal the deletion finishes in the background.
     """
@@ -174,7 +178,7 @@ def isolated(tree: Path, base: str, touched: list[str] | None = None, *, build: 
     drop = functools.partial(leftovers.drop_worktree, wt, repo, ending.deadline)
     token = ending.on_exit(drop)
     try:
-        patterns = _patterns(tree, base, touched, build=build)
+        patterns = _patterns(tree, base, touched, build=build, more=more)
         if patterns is not None:
             git(repo, "worktree", "add", "--detach", "--no-checkout", "--quiet", str(wt), base)
             _set_sparse(wt, patterns)
@@ -191,7 +195,8 @@ SLOTS = 4  # concurrent reviews of one tree that can each hold a cached worktree
 
 
 @contextlib.contextmanager
-def cached(tree: Path, base: str, touched: list[str] | None, root: Path, *, build: bool = True) -> Iterator[Path]:
+def cached(tree: Path, base: str, touched: list[str] | None, root: Path, *, build: bool = True,
+           more: Sequence[str] = ()) -> Iterator[Path]:
     """A reusable worktree of TREE kept under ROOT (opt-in: git config reviewer.reuseWorktrees).
 
     It stays registered (and locked) in a shadow repository kept beside the slots between runs
@@ -212,7 +217,7 @@ def cached(tree: Path, base: str, touched: list[str] | None, root: Path, *, buil
                 git(repo, "worktree", "lock", "--reason", "reviewer: cached worktree", str(wt))
             _unlock(wt)
             # ["/*"] (everything) rather than None: a slot left sparse by a narrower review is widened.
-            _reset(wt, base, _patterns(tree, base, touched, build=build) or ["/*"])
+            _reset(wt, base, _patterns(tree, base, touched, build=build, more=more) or ["/*"])
             yield wt
         finally:
             if not ending.interrupted():  # the next review resets it on entry: a signal's clean-up must be quick

@@ -54,9 +54,13 @@ def store() -> Kept:
     return Kept(dirs.cache_root() / "selftests", MAX_BYTES, MAX_AGE)
 
 
-def key(wt: Path, dirs: Sequence[str], variables: Sequence[str], env: dict[str, str]) -> str:
-    """The key of WT's build of DIRS with make's VARIABLES in the sandbox's extra ENV."""
-    tree = git(wt, "rev-parse", f"{commit_of(wt)}^{{tree}}").strip()
+def tree_of(wt: Path) -> str:
+    """The tree id of what worktree WT holds (its modified tracked files included)."""
+    return git(wt, "rev-parse", f"{commit_of(wt)}^{{tree}}").strip()
+
+
+def key(tree: str, dirs: Sequence[str], variables: Sequence[str], env: dict[str, str]) -> str:
+    """The key of a build of DIRS in a tree of id TREE with make's VARIABLES in the sandbox's extra ENV."""
     cross = [v.split("=", 1)[1] for v in variables if v.startswith("CROSS_COMPILE=")]
     tools = {t: results.program_id(shutil.which(t)) for t in ("make", "cc", "gcc", "clang", "ld", *(f"{c}gcc" for c in cross))}
     libc = os.confstr("CS_GNU_LIBC_VERSION") if "CS_GNU_LIBC_VERSION" in os.confstr_names else ""
@@ -112,6 +116,11 @@ def restore(entry: Path, wt: Path, *, touched: Iterable[str] = ()) -> float:
         with contextlib.suppress(OSError):
             if (wt / p).is_file() and not (wt / p).is_symlink():
                 os.utime(wt / p, ns=(later, later))
+    return published(entry)
+
+
+def published(entry: Path) -> float:
+    """When ENTRY was published."""
     return (entry / ".complete").stat().st_mtime
 
 

@@ -30,6 +30,7 @@ from reviewer.run.sandbox import MAX_TEST_SECONDS, Sandbox
 from reviewer.selftests import baseside, bench, inguest, kept
 from reviewer.selftests.choose import SELFTESTS, Chosen, TestRef
 from reviewer.selftests.run import RUN_VARS, Observed, RunList, build, on_test, run_list, run_observed
+from reviewer.selftests.trees import Later, Tree, path
 from reviewer.selftests.where import Decision, kernel_paths
 from reviewer.store.kept import Kept
 from reviewer.verdict import BENCH_RUNS
@@ -65,9 +66,9 @@ class SelftestResults:
         return [f for f in self.findings if f.level is Level.ERROR]
 
 
-def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = QUIET) -> SelftestResults:
-    """TREES maps "base" and "patched" to worktrees; both are built and tested. PROGRESS hears of each
-    build, test run and benchmark as it starts."""
+def run(plan: Plan, trees: dict[str, Tree], scratch: Path, progress: Progress = QUIET) -> SelftestResults:
+    """TREES maps "base" and "patched" to worktrees (a Later: made only if its files are needed); both are built and
+    tested. PROGRESS hears of each build, test run and benchmark as it starts."""
     sandbox = Sandbox(scratch, plan.extra_env)
     dirs = sorted({c.ref.dir for c in plan.chosen})
     runs: list[TestRun] = []
@@ -95,7 +96,7 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
             for ref in refs:
                 for label, per in lists.items():
                     progress.advance(f"{ref} on {label} ({env})")
-                    if (o := _run_one(trees[label], ref, label, env, sandbox, per[ref.dir], asked=ref in asked,
+                    if (o := _run_one(path(trees[label]), ref, label, env, sandbox, per[ref.dir], asked=ref in asked,
                                       cap=plan.test_timeout)) is not None:
                         runs.append(o.run)
                         seen += [on_test(o.run.test, label, env, f"{SELFTESTS}/{ref.dir}/{ref.name}", note) for note in o.notes]
@@ -121,7 +122,8 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
     measured: list[BenchResult] = []
     for b in benches:
         run_one = _in_guest(plan.kernels, b, sandbox, findings) if plan.kernels is not None else None
-        measured += bench.measure(b, trees, plan.envs, sandbox, plan.bench_runs, on_run=progress.advance, run_one=run_one)
+        measured += bench.measure(b, {label: path(t) for label, t in trees.items()}, plan.envs, sandbox, plan.bench_runs,
+                                  on_run=progress.advance, run_one=run_one)
     results, slower = judge_benchmarks(measured, plan.slower_than)
     if plan.kernels is not None:  # each row ran in its tree's kernel, and says which
         here = plan.kernels.where
@@ -134,20 +136,28 @@ def run(plan: Plan, trees: dict[str, Path], scratch: Path, progress: Progress = 
                            tuple(findings + slower))
 
 
-def _build(plan: Plan, label: str, wt: Path, dirs: list[str], sandbox: Sandbox, make_vars: Sequence[str],
+def _build(plan: Plan, label: str, tree: Tree, dirs: list[str], sandbox: Sandbox, make_vars: Sequence[str],
            keys: dict[str, str]) -> tuple[bool, str, dict[str, RunList] | None]:
-    """Build DIRS on the tree LABEL (worktree WT) and read their run lists: (ok, make's log, the lists). With a store
-    (plan.kept): a kept build of the same tree is restored instead, and the patched tree starts from the base's when the
-    series leaves the build's inputs alone (selftests/kept.py); a new build is kept. KEYS: each tree's key, as found."""
+    """Build DIRS on the tree LABEL and read their run lists: (ok, make's log, the lists). With a store (plan.kept): a
+    kept build of the same tree is restored instead (into a Later once it is made: trees.py), and the patched tree
+    starts from the base's when the series leaves the build's inputs alone (selftests/kept.py); a new build is kept.
+    KEYS: each tree's key, as found."""
     store = plan.kept
-    k = keys[label] = kept.key(wt, dirs, make_vars, plan.extra_env) if store is not None else ""
+    k = keys[label] = kept.key(_tree_id(tree), dirs, make_vars, plan.extra_env) if store is not None else ""
     with kept.claimed(store, k or None):
         if store is not None and plan.reuse and (entry := store.lookup(k)) is not None and (listed := kept.lists_of(entry)) is not None:
+            said = f"(the build kept from {_stamp(kept.published(entry))} was used: this tree's content was built then)"
+            if isinstance(tree, Later) and not tree.made:
+                kept_entry = entry
+                tree.then(lambda wt: _restore(kept_entry, wt, dirs, sandbox, make_vars))
+                return True, said, listed
+            wt = path(tree)
             try:
-                when = kept.restore(entry, wt)
-                return True, f"(the build kept from {_stamp(when)} was used: this tree's content was built then)", listed
+                kept.restore(entry, wt)
+                return True, said, listed
             except OSError:
                 kept.clean(wt)
+        wt = path(tree)
         start = ""
         base = keys.get("base")
         if (store is not None and plan.reuse and label != "base" and base and (entry := store.lookup(base)) is not None
@@ -165,6 +175,20 @@ def _build(plan: Plan, label: str, wt: Path, dirs: list[str], sandbox: Sandbox, 
         return True, start + log, listed
 
 
+def _tree_id(tree: Tree) -> str:
+    return tree.tree_id() if isinstance(tree, Later) else kept.tree_of(tree)
+
+
+def _restore(entry: Path, wt: Path, dirs: list[str], sandbox: Sandbox, make_vars: Sequence[str]) -> None:
+    """A kept build into a Later's worktree once it is made; one that cannot be restored (pruned meanwhile, a full
+    disk) is built again: whoever asked for the worktree runs what is in it."""
+    try:
+        kept.restore(entry, wt)
+    except OSError:
+        kept.clean(wt)
+        build(wt, dirs, sandbox, variables=make_vars)
+
+
 def _stamp(when: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(when))
 
@@ -179,20 +203,24 @@ def _base_reuse(plan: Plan, kernels: inguest.Kernels, build_key: str, items: Seq
     return baseside.Reuse(key, read=plan.reuse, write=plan.write)
 
 
-def _base_batch(reuse: baseside.Reuse, kernels: inguest.Kernels, wt: Path, items: Sequence[inguest.Item], sandbox: Sandbox,
+def _base_batch(reuse: baseside.Reuse, kernels: inguest.Kernels, tree: Tree, items: Sequence[inguest.Item], sandbox: Sandbox,
                 cap: float) -> inguest.Batch:
     """The base's ITEMS: the results kept for its key, else a boot, kept when its guest ran every item without a fault
     (under the key's lock: a second review of this base waits for the first's results)."""
     with baseside.claimed(reuse):
         if (hit := baseside.load(reuse)) is not None:
             return inguest.Batch(hit.runs, hit.findings, kernels.accel)
-        batch = inguest.judge(kernels, inguest.boot(kernels, "base", wt, items, sandbox, cap))
+        batch = inguest.judge(kernels, inguest.boot(kernels, "base", path(tree), items, sandbox, cap))
         if not batch.kinds and not any(r.reason.startswith(inguest.NOT_RUN) for r in batch.runs):
             baseside.store(reuse, batch.runs, batch.findings)
         return batch
 
 
-def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[inguest.Item]], trees: dict[str, Path], sandbox: Sandbox,
+def _boot(kernels: inguest.Kernels, label: str, tree: Tree, items: Sequence[inguest.Item], sandbox: Sandbox, cap: float) -> inguest.Booted:
+    return inguest.boot(kernels, label, path(tree), items, sandbox, cap)
+
+
+def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[inguest.Item]], trees: dict[str, Tree], sandbox: Sandbox,
                progress: Progress, reuse: baseside.Reuse | None = None) -> list[inguest.Batch]:
     """Each tree's ITEMS in its own kernel, one boot a tree, the base's and the patched one's at once when the machine
     has the cores (each guest has one vCPU; each gets a scratch of its own); the patched side's faults are then judged
@@ -207,7 +235,7 @@ def _in_guests(kernels: inguest.Kernels, cap: float, asks: dict[str, list[ingues
             if label == "base" and reuse is not None:
                 pending[label] = pool.submit(_base_batch, reuse, kernels, trees[label], items, own, cap)
             else:
-                pending[label] = pool.submit(inguest.boot, kernels, label, trees[label], items, own, cap)
+                pending[label] = pool.submit(_boot, kernels, label, trees[label], items, own, cap)
         booted = {label: f.result() for label, f in pending.items()}
     except BaseException:  # Ctrl-C: the signal stopped what was running; a thread may have started a guest just after
         for f in pending.values():

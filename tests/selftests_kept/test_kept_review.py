@@ -81,7 +81,7 @@ def _keys(repo: Path, tmp: Path) -> dict[str, str]:
     for i, m in enumerate(patches):
         (tmp / f"{i}.patch").write_bytes(m.as_bytes())
     git(clone, "am", "-q", *(str(tmp / f"{i}.patch") for i in range(len(patches))))
-    return {"base": kept.key(repo, ["vDSO"], (), ENV), "patched": kept.key(clone, ["vDSO"], (), ENV)}
+    return {"base": kept.key(kept.tree_of(repo), ["vDSO"], (), ENV), "patched": kept.key(kept.tree_of(clone), ["vDSO"], (), ENV)}
 
 
 def _stamped() -> list[str]:

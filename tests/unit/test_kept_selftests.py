@@ -237,11 +237,13 @@ def test_clean_removes_a_half_restored_build_only(repo: Path, entry: Path, tmp_p
 
 def test_keys_follow_the_content_and_the_build_s_inputs(repo: Path, tmp_path: Path) -> None:
     one, also_one, two = (_checkout(repo, rev, tmp_path / name) for rev, name in (("HEAD~1", "a"), ("HEAD~1", "b"), ("HEAD", "c")))
-    k = kept.key(one, ["t"], (), {})
-    assert k == kept.key(also_one, ["t"], (), {}) and len(k) == 32
-    others = {kept.key(two, ["t"], (), {}), kept.key(one, ["t", "objs"], (), {}), kept.key(one, ["t"], ("ARCH=arm64",), {}),
-              kept.key(one, ["t"], (), {"VDSO_BENCH_CALLS": "20000"})}
+    ids = {name: kept.tree_of(wt) for name, wt in (("one", one), ("also_one", also_one), ("two", two))}
+    k = kept.key(ids["one"], ["t"], (), {})
+    assert k == kept.key(ids["also_one"], ["t"], (), {}) and len(k) == 32
+    others = {kept.key(ids["two"], ["t"], (), {}), kept.key(ids["one"], ["t", "objs"], (), {}),
+              kept.key(ids["one"], ["t"], ("ARCH=arm64",), {}),
+              kept.key(ids["one"], ["t"], (), {"VDSO_BENCH_CALLS": "20000"})}
     assert k not in others and len(others) == 4
     (one / "arch/x/foo.c").write_text("int foo(void) { return 3; }\n")  # a change not committed is built too
-    assert kept.key(one, ["t"], (), {}) not in (k, kept.key(two, ["t"], (), {}))
-    assert kept.key(one, ["objs", "t"], (), {}) == kept.key(one, ["t", "objs"], (), {})
+    assert kept.key(kept.tree_of(one), ["t"], (), {}) not in (k, kept.key(ids["two"], ["t"], (), {}))
+    assert kept.key(kept.tree_of(one), ["objs", "t"], (), {}) == kept.key(kept.tree_of(one), ["t", "objs"], (), {})

@@ -251,3 +251,17 @@ def test_widening_a_patched_sparse_worktree_checks_out_the_guest_arch(repo: Path
         assert worktree.widen(wt, ["arch/powerpc"]) == []  # already there: nothing to do
     with worktree.isolated(repo, "base") as full:  # a full checkout is left as it is
         assert worktree.widen(full, ["arch/powerpc"]) == []
+
+
+def test_a_build_worktree_checks_out_the_guest_arch_at_once(repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The guests' arch/ named up front (MORE) is in the first checkout of a large tree: widen() then has nothing to do.
+    monkeypatch.setattr(worktree, "SPARSE_ABOVE", 3)  # this small tree counts as a large one
+    _commit(repo, {"arch/powerpc/Makefile": "ppc\n", "arch/powerpc/include/uapi/asm/a.h": "a\n", "arch/x86/Makefile": "x86\n"}, "arches")
+    touched = _touched(_series(repo, tmp_path))
+    with worktree.isolated(repo, "master", touched, build=True, more=["arch/powerpc", "arch/powerpc"]) as wt:
+        files = _files(wt)
+        assert {"arch/powerpc/Makefile", "arch/powerpc/include/uapi/asm/a.h", "arch/x86/Makefile"} <= files  # x86: BUILD's
+        assert "other/x.c" not in files and "mm/c.c" in files  # still sparse: the touched directories whole, nothing else
+        assert worktree.widen(wt, ["arch/powerpc"]) == []
+    with worktree.isolated(repo, "master", touched, build=True) as wt:
+        assert not any(f.startswith("arch/powerpc/") for f in _files(wt))
