@@ -326,8 +326,8 @@ def _guest_dirs(request: ReviewRequest, series: Series) -> list[str]:
 
     assert request.source.tree is not None
     where = placement.decide(series.touched, request.selftests.run_on, request.source.tree, request.build.arches)
-    guest = where.arch or where.root
-    return [f"arch/{guest.srcarch}"] if guest is not None and (where.vm or where.root) else []
+    guest = where.arch or where.root  # root: only the guest root is missing (--run-on vm makes it first)
+    return [f"arch/{guest.srcarch}"] if guest is not None else []
 
 
 def _build(run: _Run, request: ReviewRequest, series: Series, base: _Base, patched: Path | None) -> Done[None]:

@@ -13,6 +13,7 @@ and its row's reason says it; in a guest, the guest tells what a test left runni
 """
 from __future__ import annotations
 
+import functools
 import os
 import re
 import time
@@ -148,8 +149,7 @@ def _build(plan: Plan, label: str, tree: Tree, dirs: list[str], sandbox: Sandbox
         if store is not None and plan.reuse and (entry := store.lookup(k)) is not None and (listed := kept.lists_of(entry)) is not None:
             said = f"(the build kept from {_stamp(kept.published(entry))} was used: this tree's content was built then)"
             if isinstance(tree, Later) and not tree.made:
-                kept_entry = entry
-                tree.then(lambda wt: _restore(kept_entry, wt, dirs, sandbox, make_vars))
+                tree.then(functools.partial(_restore, entry, dirs=dirs, sandbox=sandbox, make_vars=make_vars))
                 return True, said, listed
             wt = path(tree)
             try:
