@@ -196,19 +196,20 @@ def _configuration(box: kmake.Box, commit: Commit, repo: Path, lines: tuple[str,
     """Configure the build directory for COMMIT when it needs it; the fragment lines olddefconfig did not keep.
 
     The base keeps the directory's configuration when a fresh one would be the same (kernel/configured.py: the same
-    fragment and make variables, its .config as our configure left it, and no file Kconfig reads changed since the
-    commit it was made for): a list's series come on a few bases that differ in C files, and tinyconfig +
+    fragment and make variables, its .config as our configure left it, and every file Kconfig reads the same as in
+    the commit it was made for): a list's series come on a few bases that differ in C files, and tinyconfig +
     olddefconfig (8 s on 2 cores) at each switch between them was most of a base step. Else it is configured from
     scratch (the directory may hold another series' Kconfig answers). A patch that changes a Kconfig file gets the
     fragment again (a symbol it adds), and the configuration is then no base's."""
     if commit.index and not _kconfig(commit):
         return ()
-    if not commit.index and (kept := configured.kept(repo, box.out, commit.sha, lines, box.variables)) is not None:
+    read = None if commit.index else configured.inputs(repo, commit.sha)
+    if read is not None and (kept := configured.kept(box.out, read, lines, box.variables)) is not None:
         return kept
     configured.forget(box.out)
     not_kept = kmake.configure(box, lines, left)
     if not commit.index:
-        configured.remember(box.out, commit.sha, lines, box.variables, not_kept)
+        configured.remember(box.out, read, lines, box.variables, not_kept)
     return not_kept
 
 

@@ -45,13 +45,14 @@ def build(git: Path, commit: str, kind: str, lines: tuple[str, ...], cache: Path
         shutil.rmtree(cache / f"build-{kind}", ignore_errors=True)
     building.touch()
     out = cache / f"build-{kind}"
-    kept = configured.kept(git, out, commit, lines, how.variables)
+    read = configured.inputs(git, commit)
+    kept = configured.kept(out, read, lines, how.variables)
     if kept is None:
         configured.forget(out)
     b = kconfig.build(cache / "src", out, lines, timeout, hide=(git,),  # the user's repository: out of the sandbox's sight
                       variables=how.variables, target=how.target, image=how.image, kept=kept)
     if b.ok:
-        configured.remember(out, commit, lines, how.variables, b.problems)
+        configured.remember(out, read, lines, how.variables, b.problems)
     building.unlink(missing_ok=True)
     if b.ok and b.image is not None:
         image.parent.mkdir(exist_ok=True)
