@@ -7,6 +7,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from markupsafe import escape
 
 from reviewer.model import BenchResult, Review
 from reviewer.report import chart, html
@@ -50,6 +51,14 @@ def test_the_page_holds_the_conclusion_series_and_findings(pages: dict[str, tupl
     assert "LoongArch: vDSO: Wire up getrandom() vDSO implementation" in page
     assert "https://lore.kernel.org/all/20240816110717.10249-1-xry111@example.org/" in page
     assert "subject is 80 characters (at most 75)" in page and "the series&#39; base-commit: line" in page
+
+
+def test_the_base_and_where_it_came_from_are_said_once(pages: dict[str, tuple[Review, str]]) -> None:
+    """Each fact once: the facts list names the base commit and its source; the apply section does not again."""
+    review, page = pages["demo"]
+    assert review.apply is not None
+    assert page.count(review.apply.base) == 1 and page.count(f"(from {escape(html._base_from(review))})") == 1
+    assert page.count("Base from") == 0
 
 
 def test_the_page_loads_nothing_and_runs_nothing(pages: dict[str, tuple[Review, str]]) -> None:
