@@ -10,9 +10,9 @@ Anything else (a Kconfig file, a Makefile, a script Kconfig runs, a defconfig) c
 A new compiler is kbuild's own to notice: `make` runs syncconfig when CC_VERSION_TEXT changes.
 
 The stamp holds a digest of those files (inputs()), not the commit to diff from: a patched commit
-lives in its review's shadow repository (apply/worktree.py), which is gone by the next review, and a
-diff from it failed, so that every review's first kernel build configured again (15 s of a 28 s
-incremental x86_64 guest build, bench/base_reuse.py).
+lives in its review's shadow repository (apply/worktree.py), removed when the review ends, so a later
+build (another review, another HOME, another bot worker) often could not reach it; the diff failed and
+the build configured again (15 s of a 28 s incremental x86_64 guest build, bench/base_reuse.py).
 
 The stamp lives next to the build directory, where only the reviewer writes.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 from reviewer.errors import CommandError
 from reviewer.kernel import srctree
 from reviewer.run.sandbox import read_untrusted
-from reviewer.tree.git import git
+from reviewer.tree.git import output
 
 # Files no Kconfig reads: its `source` lines name Kconfig files, its $(shell,...) runs scripts and the compiler;
 # scripts/ holds the kconfig program itself (its C sources too) and what Kconfig and the top Makefile run.
@@ -45,13 +45,13 @@ def inputs(git_dir: Path, commit: str) -> str | None:
     """A digest of what Kconfig could read in COMMIT: each file but the INERT ones, by path, mode and content (None:
     the repository does not have COMMIT)."""
     try:
-        listing = git(git_dir, "ls-tree", "-r", "-z", "--full-tree", commit, timeout=srctree.GIT_TIMEOUT)
+        listing = output(git_dir, "ls-tree", "-r", "-z", "--full-tree", commit, timeout=srctree.GIT_TIMEOUT)
     except CommandError:
         return None
     digest = hashlib.sha256()
-    for entry in listing.split("\0"):
-        if entry and not INERT.search(entry.partition("\t")[2]):
-            digest.update(entry.encode(errors="surrogateescape") + b"\0")
+    for entry in listing.split(b"\0"):  # git's bytes: a path that is not UTF-8 is hashed as it is
+        if entry and not INERT.search(entry.partition(b"\t")[2].decode(errors="replace")):
+            digest.update(entry + b"\0")
     return digest.hexdigest()
 
 
