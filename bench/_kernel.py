@@ -79,8 +79,9 @@ def _drop_debian_ignore(gitignore: Path) -> None:
 
 
 def commit(repo: Path, parent: str, changes: Mapping[str, str | None], message: str, author: str | None = None) -> str:
-    """A commit on PARENT with CHANGES (path -> new text, None deletes) made with a private index."""
-    index = repo / ".git" / f"reviewer-index-{os.getpid()}"
+    """A commit on PARENT with CHANGES (path -> new text, None deletes) made with a private index; REPO may be a bare
+    repository (a review's shadow)."""
+    index = Path(git(repo, "rev-parse", "--absolute-git-dir").strip()) / f"reviewer-index-{os.getpid()}"
     env = {"GIT_INDEX_FILE": str(index)}
     try:
         git(repo, "read-tree", parent, env=env)

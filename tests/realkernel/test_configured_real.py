@@ -7,10 +7,8 @@ compared by what Kconfig reads, not by a diff from a commit that is gone."""
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -34,24 +32,13 @@ def _shift(config: str) -> str:
     return m[1]
 
 
-def _shadow_commit(shadow: Path, parent: str, path: str, text: str, index: Path) -> str:
-    """A commit on PARENT changing PATH to TEXT, written into the shadow repository SHADOW only."""
-    def git(*args: str, stdin: str | None = None) -> str:
-        return subprocess.run(["git", "--git-dir", str(shadow), *args], input=stdin, capture_output=True, text=True, check=True,
-                              env={**os.environ, "GIT_INDEX_FILE": str(index), "GIT_AUTHOR_NAME": "A", "GIT_AUTHOR_EMAIL": "a@example.org",
-                                   "GIT_COMMITTER_NAME": "A", "GIT_COMMITTER_EMAIL": "a@example.org"}).stdout.strip()
-    git("read-tree", parent)
-    git("update-index", "--cacheinfo", f"100644,{git('hash-object', '-w', '--stdin', stdin=text)},{path}")
-    return git("commit-tree", git("write-tree"), "-p", parent, "-m", "lib/cmdline: a comment")
-
-
 def test_a_c_change_keeps_the_configuration_and_a_kconfig_default_change_does_not(linux: Path, linux_head: str, tmp_path: Path) -> None:
     lines = kconfig.fragment(symbols([BUILTIN[0]]), "plain")  # the dmapool kernel's: the build directory the boot tests use
     cmdline, printk, init = (show(linux, linux_head, p) for p in ("lib/cmdline.c", "kernel/printk/printk.c", "init/Kconfig"))
     assert init.count(DEFAULT) == 1
     token = f"{time.time_ns()}"  # new commits every run: never an image the cache already has
     shadow = worktree.shadow(linux, tmp_path / "shadow.git")
-    first = _shadow_commit(shadow, linux_head, "lib/cmdline.c", cmdline + f"/* {token} */\n", tmp_path / "index")
+    first = commit(shadow, linux_head, {"lib/cmdline.c": cmdline + f"/* {token} */\n"}, f"lib/cmdline: a comment {token}\n", AUTHOR)
     both = {"lib/cmdline.c": cmdline + f"/* {token} */\n", "kernel/printk/printk.c": printk + f"/* {token} */\n"}
     second = commit(linux, linux_head, both, f"lib, printk: comments {token}\n", AUTHOR)
     third = commit(linux, second, {"init/Kconfig": init.replace(DEFAULT, "\trange 12 25\n\tdefault 16\n")},
